@@ -1,0 +1,33 @@
+# commlab: `make run` serves the course with labs; `make test` runs everything CI runs.
+GO      ?= go
+BIN     := bin/commlab
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+ADDR    ?= :8080
+DATA    ?= ./data
+export CGO_ENABLED := 1
+
+.PHONY: run build test bench lint deps-run deps-test deps-bench
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/commlab
+
+run: deps-run build
+	./$(BIN) serve --addr $(ADDR) --data $(DATA)
+
+test: deps-test lint build
+	$(GO) test -count=1 -timeout 80m ./...
+
+bench: deps-test deps-bench build
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	@for s in scripts/bench-*.sh; do [ -x "$$s" ] && echo "== $$s" && "$$s" || true; done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+deps-run:
+	@scripts/deps.sh run
+deps-test:
+	@scripts/deps.sh test
+deps-bench:
+	@scripts/deps.sh bench

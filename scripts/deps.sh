@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# deps.sh GROUP...: make sure the Debian packages a make target needs are installed.
+# As root it installs what is missing with apt-get; otherwise it names the missing
+# packages and exits non-zero. Groups: run (labs), test (run + browser), bench (test + load tools).
+set -euo pipefail
+
+declare -A cmd_of=(
+  [iproute2]=ip [nftables]=nft [iperf3]=iperf3 [ethtool]=ethtool [iputils-ping]=ping
+  [tcpdump]=tcpdump [procps]=ps [util-linux]=nsenter [chromium]=chromium
+  [nginx-light]=nginx [wrk]=wrk [openmpi-bin]=mpirun
+)
+pkgs=()
+for group in "$@"; do
+  case "$group" in
+    run)   pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux) ;;
+    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux chromium) ;;
+    bench) pkgs+=(nginx-light wrk openmpi-bin) ;;
+    *) echo "deps.sh: unknown group '$group' (want run, test or bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in $(printf '%s\n' "${pkgs[@]}" | sort -u); do
+  c=${cmd_of[$p]}
+  command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "commlab needs these Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -96,4 +96,3 @@ func lineOrDefault(l, def int) int {
 	}
 	return def
 }
-

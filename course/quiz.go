@@ -74,7 +74,9 @@ func loadQuiz(fsys fs.FS, file string, r *renderer) (*Quiz, Problems) {
 	seen := map[string]bool{}
 	for _, fq := range qf.Questions {
 		line := lineOf(data, "id: "+fq.ID, 1)
-		bad := func(format string, args ...any) { probs.add(file, line, "question %q: "+format, append([]any{fq.ID}, args...)...) }
+		bad := func(format string, args ...any) {
+			probs.add(file, line, "question %q: "+format, append([]any{fq.ID}, args...)...)
+		}
 		if fq.ID == "" || seen[fq.ID] {
 			bad("every question needs a unique id")
 			continue

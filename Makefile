@@ -19,7 +19,7 @@ test: deps-test lint build
 
 bench: deps-test deps-bench build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
-	@for s in scripts/bench-*.sh; do [ -x "$$s" ] && echo "== $$s" && "$$s" || true; done
+	@set -e; for s in scripts/bench-*.sh; do echo "== $$s"; "$$s"; done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

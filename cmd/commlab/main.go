@@ -1,0 +1,66 @@
+// Command commlab teaches multi-GPU communication: it serves the course, runs labs
+// in real environments, injects faults and grades diagnoses.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	dataDir  string
+	logLevel string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "commlab:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "commlab",
+		Short:         "Learn to diagnose and fix multi-GPU communication (NCCL, RDMA, PCIe, NVLink)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.setupLogging()
+		},
+	}
+	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("COMMLAB_DATA", "data"), "data directory (database, journal, recordings); env COMMLAB_DATA")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("COMMLAB_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	root.AddCommand(
+		newVersionCmd(),
+		newContentCmd(g),
+		newServeCmd(g),
+	)
+	return root
+}
+
+func (g *globals) setupLogging() error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

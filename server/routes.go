@@ -1,0 +1,68 @@
+package server
+
+import (
+	"io/fs"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/commlab/commlab/web"
+)
+
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	_ = r.SetTrustedProxies(nil) // ClientIP is the peer address unless a proxy is configured
+	r.HandleMethodNotAllowed = true
+	r.Use(s.recoverer, s.metrics.middleware, securityHeaders, s.limitBody, s.loadSession)
+	r.Use(s.csrf.Middleware(csrfBinding))
+	r.NoRoute(func(c *gin.Context) { s.fail(c, errNotFound) })
+	r.NoMethod(func(c *gin.Context) {
+		s.fail(c, httpError{http.StatusMethodNotAllowed, "err.badform", "method not allowed"})
+	})
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/metrics", gin.WrapH(s.metrics.handler))
+	r.StaticFS("/static", http.FS(web.Static()))
+	r.GET("/static-gen/highlight.css", s.highlightCSS)
+	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/course") })
+	r.GET("/lang/:lang", s.setLang)
+
+	r.GET("/course", s.index)
+	r.GET("/course/:id", s.chapter)
+	r.GET("/course/assets/*path", s.asset)
+	r.POST("/course/:id/read", s.requireUser, s.markRead)
+	r.POST("/course/:id/quiz", s.requireUser, s.submitQuiz)
+	r.GET("/progress", s.requireUser, s.progress)
+
+	r.GET("/login", s.loginPage)
+	r.POST("/login", s.login)
+	r.GET("/register", s.registerPage)
+	r.POST("/register", s.register)
+	r.POST("/logout", s.logout)
+	return r
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	if err := s.store.Ping(c.Request.Context()); err != nil {
+		s.log.Error("healthz: store", "err", err)
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unhealthy", "store": err.Error()})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "chapters": len(s.lib.Course().Chapters())})
+}
+
+func (s *Server) highlightCSS(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=3600")
+	c.Data(http.StatusOK, "text/css; charset=utf-8", s.hlCSS)
+}
+
+func (s *Server) asset(c *gin.Context) {
+	name := c.Param("path")[1:]
+	if !fs.ValidPath(name) {
+		s.fail(c, errNotFound)
+		return
+	}
+	c.Header("Cache-Control", "public, max-age=3600")
+	c.FileFromFS(name, http.FS(s.lib.Course().Assets))
+}

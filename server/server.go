@@ -1,0 +1,150 @@
+// Package server is commlab's HTTP front: the gin router, server-rendered course pages,
+// accounts and sessions, progress, health and metrics. Durable state lives behind
+// store.Store; course content comes from a course.Library.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+
+	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/server/auth"
+	"github.com/commlab/commlab/server/store"
+	"github.com/commlab/commlab/web"
+)
+
+// Config is the server's configuration. The zero value of every optional field works.
+type Config struct {
+	// SecureCookies marks cookies Secure; set it when serving over HTTPS.
+	SecureCookies bool
+	// SessionTTL is how long a login lasts (default 14 days).
+	SessionTTL time.Duration
+	// MaxFormBytes bounds a request body (default 64 KiB).
+	MaxFormBytes int64
+	// LoginRate and LoginBurst limit login and registration attempts per client IP
+	// (default 1 every 2 s, burst 10).
+	LoginRate  float64
+	LoginBurst int
+}
+
+func (c *Config) defaults() {
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 14 * 24 * time.Hour
+	}
+	if c.MaxFormBytes == 0 {
+		c.MaxFormBytes = 64 << 10
+	}
+	if c.LoginRate == 0 {
+		c.LoginRate = 0.5
+	}
+	if c.LoginBurst == 0 {
+		c.LoginBurst = 10
+	}
+}
+
+// Server serves commlab over HTTP.
+type Server struct {
+	cfg     Config
+	lib     *course.Library
+	store   store.Store
+	csrf    *auth.CSRF
+	limiter *auth.Limiter
+	log     *slog.Logger
+	pages   map[string]*template.Template
+	hlCSS   []byte
+	cache   *pageCache
+	metrics *metrics
+	router  *gin.Engine
+}
+
+// New builds a server. secret keys the CSRF tokens (32 random bytes, kept across restarts).
+func New(cfg Config, lib *course.Library, st store.Store, secret []byte, log *slog.Logger) (*Server, error) {
+	cfg.defaults()
+	pages, err := web.Pages(nil)
+	if err != nil {
+		return nil, err
+	}
+	css, err := course.HighlightCSS()
+	if err != nil {
+		return nil, fmt.Errorf("highlight css: %w", err)
+	}
+	csrf, err := auth.NewCSRF(secret)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:     cfg,
+		lib:     lib,
+		store:   st,
+		csrf:    csrf,
+		limiter: auth.NewLimiter(rate.Limit(cfg.LoginRate), cfg.LoginBurst, 10*time.Minute),
+		log:     log,
+		pages:   pages,
+		hlCSS:   []byte(css),
+		cache:   &pageCache{},
+		metrics: newMetrics(),
+	}
+	s.router = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Serve serves on ln until ctx is done, then shuts down gracefully, giving in-flight
+// requests up to 10 seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	go s.sweepSessions(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", "10s")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// sweepSessions deletes expired sessions every hour.
+func (s *Server) sweepSessions(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.store.DeleteExpiredSessions(ctx); err != nil {
+				s.log.Warn("delete expired sessions", "err", err)
+			} else if n > 0 {
+				s.log.Info("deleted expired sessions", "count", n)
+			}
+		}
+	}
+}

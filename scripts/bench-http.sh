@@ -20,7 +20,7 @@ cl_pid=$!
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$CP/healthz" >/dev/null && break; sleep 0.1; done
 
 # The pages: the index and every written chapter, saved byte for byte for nginx.
-paths=(/course $(curl -fs "http://127.0.0.1:$CP/course" | grep -o 'href="/course/ch[0-9]*"' | sed 's/href="//; s/"//' | sort -u))
+paths=(/course $(curl -fs "http://127.0.0.1:$CP/course" | { grep -o 'href="/course/ch[0-9]*"' || true; } | sed 's/href="//; s/"//' | sort -u))
 for p in "${paths[@]}"; do mkdir -p "$work/www$p"; curl -fs "http://127.0.0.1:$CP$p" > "$work/www$p/index.html"; done
 cat > "$work/nginx.conf" <<NGX
 worker_processes 2;

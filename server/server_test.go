@@ -43,21 +43,27 @@ type testEnv struct {
 	c     *http.Client
 }
 
-func newTestEnv(t *testing.T, cfg Config) *testEnv {
-	t.Helper()
+func newTestServer(tb testing.TB, cfg Config) (*Server, store.Store) {
+	tb.Helper()
 	lib, err := course.NewLibrary(fixture, course.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(tb.TempDir(), "commlab.db"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { st.Close() })
 	srv, err := New(cfg, lib, st, []byte("0123456789abcdef0123456789abcdef"), slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return srv, st
+}
+
+func newTestEnv(t *testing.T, cfg Config) *testEnv {
+	t.Helper()
+	srv, st := newTestServer(t, cfg)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &testEnv{t: t, url: hs.URL, store: st, c: newClient()}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,11 +29,8 @@ non-zero when there is any problem.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fsys, prefix := contentFS(dir)
 			c, probs := course.Load(fsys, courseOptions())
-			for _, p := range probs {
-				p.File = path.Join(prefix, p.File)
-				fmt.Fprintln(cmd.OutOrStdout(), p.String())
-			}
 			if len(probs) > 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), located(probs, prefix))
 				return fmt.Errorf("%d problem(s) in the course content", len(probs))
 			}
 			written := 0
@@ -56,6 +54,16 @@ func contentFS(dir string) (fs.FS, string) {
 		return course.Embedded(), "course/content"
 	}
 	return os.DirFS(dir), dir
+}
+
+// located returns the problems as file:line lines, with paths relative to the working directory.
+func located(probs course.Problems, prefix string) string {
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		p.File = path.Join(prefix, p.File)
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
 }
 
 // courseOptions ties the course to the lab scenarios it may reference.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,10 +32,13 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.Default()
-			fsys, _ := contentFS(content)
+			fsys, prefix := contentFS(content)
 			lib, err := course.NewLibrary(fsys, courseOptions())
-			if err != nil {
-				return fmt.Errorf("course content has problems (run 'commlab content check'):\n%w", err)
+			var probs course.Problems
+			if errors.As(err, &probs) {
+				return fmt.Errorf("the course has %d problem(s); fix them and run 'commlab content check':\n%s", len(probs), located(probs, prefix))
+			} else if err != nil {
+				return err
 			}
 			if content != "" {
 				if err := lib.Watch(ctx, content, log); err != nil {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestContentCheckEmbedded(t *testing.T) {
+	out, err := run(t, "content", "check")
+	if err != nil {
+		t.Fatalf("embedded course: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "ok: 6 modules, 30 chapters") {
+		t.Errorf("output: %s", out)
+	}
+}
+
+// A chapter with broken front matter stops both content check and serve, naming file:line.
+func TestBrokenFrontMatterStopsCheckAndServe(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("course.yaml", "title: T\nmodules:\n  - id: 1\n    title: M\n    chapters:\n      - {id: ch01, title: 一}\n")
+	write("chapters/ch01.md", "---\nid: ch01\ntitle: 一\nmodule: one\norder: 1\n---\n## x\n")
+	want := filepath.Join(dir, "chapters/ch01.md") + ":4:"
+
+	out, err := run(t, "content", "check", "--content", dir)
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("content check: err %v, output %q, want a line starting %q", err, out, want)
+	}
+	_, err = run(t, "serve", "--content", dir, "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("serve: err %v, want it to name chapters/ch01.md:4", err)
+	}
+}

@@ -1,0 +1,185 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/commlab/commlab/internal/yamldecode"
+)
+
+var testOpts = Options{
+	Topology: func(name string) ([]string, []string, bool) {
+		if name == "2x1" {
+			return []string{"node1", "node2"}, []string{"eth0", "rdma0"}, true
+		}
+		return nil, nil, false
+	},
+	CheckFault: func(kind string, params map[string]string) error {
+		if kind != "nic-rate" {
+			return fmt.Errorf("unknown fault kind %q", kind)
+		}
+		if params["rate"] == "0mbit" {
+			return errors.New("rate must be > 0")
+		}
+		return nil
+	},
+	ChapterExists: func(id string) bool { return id == "ch08" },
+}
+
+func good(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseGood(t *testing.T) {
+	s, probs := Parse("good.yaml", []byte(good(t)), testOpts)
+	if len(probs) > 0 {
+		t.Fatalf("problems:\n%v", probs)
+	}
+	if s.ID != "rail-throttled" || s.Environment.Kind != "netns" || len(s.Faults) != 1 {
+		t.Errorf("parsed %+v", s)
+	}
+}
+
+// TestProblems checks that each semantic error is reported at its file:line:column.
+func TestProblems(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		want           string // "line:col: substring"
+	}{
+		{"unknown field", "title: 一条", "titel: 一条", "3:1: unknown field"},
+		{"bad id", "id: rail-throttled", "id: Rail Throttled", "1:5: id"},
+		{"unknown chapter", "chapter: ch08", "chapter: ch99", "2:10: unknown chapter"},
+		{"unknown topology", "topology: 2x1", "topology: 9x9", "6:13: unknown topology"},
+		{"unknown kind", "kind: nic-rate", "kind: nic-speed", "17:9: fault nic-speed"},
+		{"node outside topology", "choose: [node1, node2]", "choose: [node1, node7]", "18:11: fault node \"node7\""},
+		{"nic outside topology", "nic: rdma0\n      rate", "nic: rdma9\n      rate", "20:12: NIC \"rdma9\""},
+		{"rate zero in some variant", "min: 40", "min: 0", "17:9: rate must be > 0"},
+		{"range without step", "step: 10", "step: 0", "13:8: param rate"},
+		{"unknown class", "class: nic-rate-limited", "class: slow-network", "25:10: unknown fault class"},
+		{"location missing nic", "    nic: rdma0\nevidence", "evidence", "27:9: add location.nic"},
+		{"undefined param", "root .*rate ${rate}Mbit", "root .*rate ${speed}Mbit", "30:7: ${speed} names no parameter"},
+		{"bad regexp", `'^tc\b.*\bqdisc\b'`, `'^tc(('`, "33:14: bad command pattern"},
+		{"ratio out of range", "min_ratio: 0.8", "min_ratio: 80", "37:14: min_ratio"},
+		{"hint too costly", "cost: 0.1", "cost: 0.9", "39:9: a hint needs text"},
+		{"type error", "min_ratio: 0.8", "min_ratio: high", "37:14: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := good(t)
+			if !strings.Contains(src, tt.old) {
+				t.Fatalf("fixture lacks %q", tt.old)
+			}
+			src = strings.Replace(src, tt.old, tt.new, 1)
+			_, probs := Parse("s.yaml", []byte(src), testOpts)
+			for _, p := range probs {
+				var ye *yamldecode.Error
+				if !errors.As(p, &ye) {
+					t.Errorf("problem without position: %v", p)
+					continue
+				}
+				if strings.HasPrefix(p.Error(), "s.yaml:"+tt.want[:strings.Index(tt.want, ": ")]) && strings.Contains(p.Error(), tt.want[strings.Index(tt.want, ": ")+2:]) {
+					return
+				}
+			}
+			t.Errorf("want s.yaml:%s, got:\n%v", tt.want, probs)
+		})
+	}
+}
+
+func TestDrawIsSeeded(t *testing.T) {
+	s, probs := Parse("good.yaml", []byte(good(t)), testOpts)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	a, b := s.Draw(42), s.Draw(42)
+	if fmt.Sprint(a.Values) != fmt.Sprint(b.Values) {
+		t.Errorf("same seed, different variants: %v vs %v", a.Values, b.Values)
+	}
+	distinct := map[string]bool{}
+	for learner := int64(1); learner <= 20; learner++ {
+		distinct[fmt.Sprint(s.Draw(SeedFor(learner, s.ID, 1)).Values)] = true
+	}
+	if len(distinct) < 5 {
+		t.Errorf("20 learners drew only %d distinct variants", len(distinct))
+	}
+	if SeedFor(1, s.ID, 1) == SeedFor(1, s.ID, 2) || SeedFor(1, s.ID, 1) == SeedFor(2, s.ID, 1) {
+		t.Error("seeds must differ by learner and by attempt")
+	}
+	v := s.Draw(7)
+	faults, err := v.Faults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if faults[0].Node != v.Values["node"] || faults[0].Params["rate"] != v.Values["rate"]+"mbit" {
+		t.Errorf("faults not expanded: %+v with %v", faults, v.Values)
+	}
+	ev, err := v.Evidence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("qdisc tbf 8001: root refcnt 2 rate %sMbit burst 10Kb lat 50ms", v.Values["rate"])
+	if !ev[0].Output.MatchString("Sent 0 bytes\n" + line + "\n") {
+		t.Errorf("evidence %v does not match %q", ev[0].Output, line)
+	}
+	if ev[0].Output.MatchString(strings.Replace(line, v.Values["rate"]+"Mbit", "999Mbit", 1)) {
+		t.Error("evidence matched another rate")
+	}
+	if loc := v.Location(); loc["node"] != v.Values["node"] || loc["nic"] != "rdma0" {
+		t.Errorf("location %v", loc)
+	}
+}
+
+func TestLoadCatalog(t *testing.T) {
+	src := good(t)
+	fsys := fstest.MapFS{
+		"defs/a.yaml": {Data: []byte(src)},
+		"defs/b.yaml": {Data: []byte(src)}, // same id
+		"defs/c.yaml": {Data: []byte("id: [")},
+	}
+	cat, probs := Load(fsys, "defs", testOpts)
+	if len(cat.All()) != 1 {
+		t.Errorf("catalog has %d scenarios, want 1", len(cat.All()))
+	}
+	joined := probs.Error()
+	for _, want := range []string{`defs/b.yaml:1: scenario id "rail-throttled" is also used by defs/a.yaml`, "defs/c.yaml:1:"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems lack %q:\n%s", want, joined)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	b, err := os.ReadFile("testdata/good.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("id: x\nparams: {a: {min: 0, max: 1e9, step: 1e-9}}\n"))
+	f.Add([]byte("faults: [{kind: nic-rate, node: '${a}'}]\nparams: {a: {choose: []}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, probs := Parse("f.yaml", data, testOpts)
+		for _, p := range probs {
+			if !strings.HasPrefix(p.Error(), "f.yaml") {
+				t.Fatalf("problem does not name the file: %v", p)
+			}
+		}
+		if s != nil && len(probs) == 0 {
+			v := s.Draw(1)
+			if _, err := v.Faults(); err != nil {
+				t.Fatalf("valid scenario, invalid faults: %v", err)
+			}
+			if _, err := v.Evidence(); err != nil {
+				t.Fatalf("valid scenario, invalid evidence: %v", err)
+			}
+		}
+	})
+}

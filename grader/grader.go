@@ -1,0 +1,256 @@
+// Package grader scores a learner's diagnosis of a lab against the injected truth: the
+// fault class from the taxonomy, its location, the evidence (commands the learner ran and
+// what they printed, read from the learner's own recordings on the server), and the
+// remediation (the workload measured again after the fix). The answer never leaves the
+// server; only the breakdown does, after grading.
+package grader
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/commlab/commlab/labs/record"
+	"github.com/commlab/commlab/scenarios"
+)
+
+// Diagnosis is what the learner submits.
+type Diagnosis struct {
+	Class    string            `json:"class"`
+	Location map[string]string `json:"location"`
+	Evidence []EvidenceRef     `json:"evidence"`
+}
+
+// EvidenceRef points at a command in one of the learner's terminals: the terminal (node)
+// name and the command's sequence number there.
+type EvidenceRef struct {
+	Terminal string `json:"terminal"`
+	Seq      int    `json:"seq"`
+}
+
+// Transcript is the commands of one terminal, parsed from its recording on the server.
+type Transcript struct {
+	Terminal string
+	Node     string
+	Commands []record.Command
+}
+
+// Measurement is the workload's bus bandwidth (GB/s) at three moments of the lab.
+type Measurement struct {
+	Baseline float64 // healthy, before the fault
+	Faulted  float64 // with the fault in place (the self-test: must be below the bar)
+	After    float64 // after the learner's fix
+}
+
+// Input is everything a grading needs.
+type Input struct {
+	Variant     *scenarios.Variant
+	Diagnosis   Diagnosis
+	Transcripts []Transcript
+	HintsUsed   []int
+	// Remediation is the re-measurement, nil when the lab has no remediation check or the
+	// learner did not ask for it.
+	Remediation *Measurement
+}
+
+// Criterion is one line of the score breakdown.
+type Criterion struct {
+	Name   string  `json:"name"` // class, location, evidence, remediation, hints
+	Weight float64 `json:"weight"`
+	Earned float64 `json:"earned"`
+	Detail string  `json:"detail"`
+}
+
+// Result is a graded diagnosis.
+type Result struct {
+	Score    float64     `json:"score"`
+	Passed   bool        `json:"passed"`
+	Criteria []Criterion `json:"criteria"`
+}
+
+// PassMark is the score needed to pass a lab. Passing also needs the right class and
+// the full location: a fault found on the wrong node is not found.
+const PassMark = 0.7
+
+// Weights of the criteria; without a remediation check its weight goes to the others.
+var (
+	weightsWithFix = map[string]float64{"class": 0.4, "location": 0.3, "evidence": 0.2, "remediation": 0.1}
+	weightsNoFix   = map[string]float64{"class": 0.45, "location": 0.3, "evidence": 0.25}
+)
+
+// Grade scores a diagnosis.
+func Grade(in Input) (Result, error) {
+	v := in.Variant
+	s := v.Scenario
+	weights := weightsNoFix
+	if s.Remediation != nil {
+		weights = weightsWithFix
+	}
+	var res Result
+	add := func(name string, fraction float64, detail string) {
+		w := weights[name]
+		res.Criteria = append(res.Criteria, Criterion{Name: name, Weight: w, Earned: w * fraction, Detail: detail})
+	}
+
+	// Class.
+	want := s.Diagnosis.Class
+	got := strings.TrimSpace(in.Diagnosis.Class)
+	if got == want {
+		add("class", 1, "right fault class")
+	} else if gc, ok := scenarios.ClassByID(got); ok {
+		wc, _ := scenarios.ClassByID(want)
+		if gc.Category == wc.Category {
+			add("class", 0.25, "right category, wrong fault class")
+		} else {
+			add("class", 0, "wrong fault class")
+		}
+	} else {
+		add("class", 0, fmt.Sprintf("%q is not a fault class", got))
+	}
+
+	// Location: each field the class is located by counts equally.
+	loc := v.Location()
+	fields := 0
+	right := 0
+	var wrong []string
+	for _, k := range sortedKeys(loc) {
+		fields++
+		if strings.EqualFold(strings.TrimSpace(in.Diagnosis.Location[k]), loc[k]) {
+			right++
+		} else {
+			wrong = append(wrong, k)
+		}
+	}
+	switch {
+	case fields == 0 || right == fields:
+		add("location", 1, "right location")
+	case right == 0:
+		add("location", 0, "wrong location")
+	default:
+		add("location", float64(right)/float64(fields), "wrong "+strings.Join(wrong, " and "))
+	}
+
+	// Evidence: at least one referenced command must show the signal.
+	patterns, err := v.Evidence()
+	if err != nil {
+		return Result{}, err
+	}
+	frac, detail := evidence(patterns, in.Diagnosis.Evidence, in.Transcripts)
+	add("evidence", frac, detail)
+
+	// Remediation: measured again by the lab, never taken from the learner.
+	if r := s.Remediation; r != nil {
+		m := in.Remediation
+		switch {
+		case m == nil:
+			add("remediation", 0, "no re-measurement after a fix")
+		case m.Baseline <= 0:
+			add("remediation", 0, "no healthy baseline was measured")
+		case m.After >= r.MinRatio*m.Baseline:
+			add("remediation", 1, fmt.Sprintf("busbw back to %.0f%% of baseline (%.3f of %.3f GB/s)", 100*m.After/m.Baseline, m.After, m.Baseline))
+		default:
+			add("remediation", 0, fmt.Sprintf("busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%", 100*m.After/m.Baseline, m.After, m.Baseline, 100*r.MinRatio))
+		}
+	}
+
+	// Hints cost what they said they would.
+	cost := 0.0
+	for _, h := range in.HintsUsed {
+		if h >= 0 && h < len(s.Hints) {
+			cost += s.Hints[h].Cost
+		}
+	}
+	if cost > 0 {
+		res.Criteria = append(res.Criteria, Criterion{Name: "hints", Earned: -cost, Detail: fmt.Sprintf("%d hint(s) used", len(in.HintsUsed))})
+	}
+	for _, c := range res.Criteria {
+		res.Score += c.Earned
+	}
+	res.Score = math.Max(0, math.Round(res.Score*1000)/1000)
+	res.Passed = res.Score >= PassMark && full(res, "class") && full(res, "location")
+	return res, nil
+}
+
+func full(r Result, name string) bool {
+	for _, c := range r.Criteria {
+		if c.Name == name {
+			return c.Earned >= c.Weight-1e-9
+		}
+	}
+	return false
+}
+
+// evidence checks each reference against the server's transcripts.
+func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Transcript) (float64, string) {
+	if len(refs) == 0 {
+		return 0, "no evidence picked"
+	}
+	var notes []string
+	for _, ref := range refs {
+		cmd, node, ok := find(ts, ref)
+		if !ok {
+			notes = append(notes, fmt.Sprintf("%s#%d was not run in this lab", ref.Terminal, ref.Seq))
+			continue
+		}
+		if cmd.Tampered {
+			notes = append(notes, fmt.Sprintf("%s#%d printed forged shell markers", ref.Terminal, ref.Seq))
+			continue
+		}
+		for _, p := range patterns {
+			if p.Node != "" && p.Node != node {
+				continue
+			}
+			if p.Command.MatchString(cmd.Line) && simpleCommand(cmd.Line) && p.Output.MatchString(cmd.Output) {
+				return 1, fmt.Sprintf("%s#%d (%s) shows it: %s", ref.Terminal, ref.Seq, cmd.Line, p.Spec.Describe)
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s#%d (%s) does not show the fault", ref.Terminal, ref.Seq, cmd.Line))
+	}
+	return 0, strings.Join(notes, "; ")
+}
+
+func find(ts []Transcript, ref EvidenceRef) (record.Command, string, bool) {
+	for _, t := range ts {
+		if t.Terminal != ref.Terminal {
+			continue
+		}
+		for _, c := range t.Commands {
+			if c.Seq == ref.Seq {
+				return c, t.Node, true
+			}
+		}
+	}
+	return record.Command{}, "", false
+}
+
+// simpleCommand accepts a tool run as it is, or piped into a filter that only selects
+// lines; anything that could print text of its own making (echo, printf, sed, redirects,
+// command substitution, several commands) is not evidence.
+func simpleCommand(line string) bool {
+	if strings.ContainsAny(line, ";&`$<>\n") {
+		return false
+	}
+	parts := strings.Split(line, "|")
+	for _, p := range parts[1:] {
+		f := strings.Fields(p)
+		if len(f) == 0 {
+			return false
+		}
+		switch f[0] {
+		case "grep", "egrep", "head", "tail", "less", "more", "cat", "column":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,152 @@
+package grader
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/commlab/commlab/labs/record"
+	"github.com/commlab/commlab/scenarios"
+)
+
+const scenarioYAML = `id: throttled
+chapter: ch08
+title: t
+environment: {kind: gpu}
+workload: {bench: [all_reduce]}
+params:
+  node: {choose: [node2]}
+  rate: {choose: ["80"]}
+faults:
+  - {kind: nic-rate, node: "${node}", params: {nic: rdma0, rate: "${rate}mbit"}}
+task: t
+diagnosis:
+  class: nic-rate-limited
+  location: {node: "${node}", nic: rdma0}
+evidence:
+  - {id: tbf, node: "${node}", command: '^tc\b.*\bqdisc\b', output: 'qdisc tbf \S+ root .*rate ${rate}Mbit'}
+remediation: {measure: bench, min_ratio: 0.8}
+hints:
+  - {text: h, cost: 0.1}
+debrief: d
+`
+
+func variant(t *testing.T) *scenarios.Variant {
+	t.Helper()
+	s, probs := scenarios.Parse("t.yaml", []byte(scenarioYAML), scenarios.Options{})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	return s.Draw(1)
+}
+
+var tbfOut = "qdisc tbf 8001: root refcnt 2 rate 80Mbit burst 10Kb lat 50ms\n Sent 1000 bytes 10 pkt (dropped 0, overlimits 3 requeues 0)"
+
+func transcripts() []Transcript {
+	return []Transcript{
+		{Terminal: "node1", Node: "node1", Commands: []record.Command{
+			{Seq: 1, Line: "tc -s qdisc show dev rdma0", Output: "qdisc noqueue 0: root refcnt 2"},
+		}},
+		{Terminal: "node2", Node: "node2", Commands: []record.Command{
+			{Seq: 1, Line: "ip -s link", Output: "2: rdma0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500"},
+			{Seq: 2, Line: "tc -s qdisc show dev rdma0", Output: tbfOut},
+			{Seq: 3, Line: "echo 'qdisc tbf 8001: root rate 80Mbit'", Output: "qdisc tbf 8001: root rate 80Mbit"},
+			{Seq: 4, Line: "tc qdisc show | grep tbf", Output: "qdisc tbf 8001: root refcnt 2 rate 80Mbit burst 10Kb"},
+			{Seq: 5, Line: "tc -s qdisc show dev rdma0", Output: tbfOut, Tampered: true},
+			{Seq: 6, Line: "tc qdisc show | sed s/noqueue/tbf/", Output: "qdisc tbf 8001: root rate 80Mbit"},
+		}},
+	}
+}
+
+func TestGrade(t *testing.T) {
+	right := map[string]string{"node": "node2", "nic": "rdma0"}
+	fixed := &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.19}
+	tests := []struct {
+		name       string
+		d          Diagnosis
+		hints      []int
+		fix        *Measurement
+		wantPass   bool
+		wantScore  float64
+		wantDetail string
+	}{
+		{"right with real evidence and a fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, fixed, true, 1, "shows it"},
+		{"grep filter still counts", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 4}}}, nil, fixed, true, 1, "shows it"},
+		{"evidence printed by echo", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 3}}}, nil, fixed, true, 0.8, "does not show"},
+		{"evidence rewritten by sed", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 6}}}, nil, fixed, true, 0.8, "does not show"},
+		{"forged markers", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 5}}}, nil, fixed, true, 0.8, "forged"},
+		{"evidence never run", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 99}}}, nil, fixed, true, 0.8, "was not run"},
+		{"evidence from the healthy node", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node1", 1}}}, nil, fixed, true, 0.8, "does not show"},
+		{"wrong location", Diagnosis{"nic-rate-limited", map[string]string{"node": "node1", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}, nil, fixed, false, 0.85, "wrong node"},
+		{"wrong node and nic", Diagnosis{"nic-rate-limited", map[string]string{"node": "node1", "nic": "eth0"}, []EvidenceRef{{"node2", 2}}}, nil, fixed, false, 0.7 - 0.0, "wrong location"},
+		{"fix that does not fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.09}, true, 0.9, "only 45%"},
+		{"no re-measure", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, nil, true, 0.9, "no re-measurement"},
+		{"hint cost", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, []int{0}, fixed, true, 0.9, "1 hint"},
+		{"same category, wrong class", Diagnosis{"mtu-mismatch", right, []EvidenceRef{{"node2", 2}}}, nil, fixed, false, 0.7, "right category"},
+		{"other category", Diagnosis{"cpu-starvation", right, nil}, nil, nil, false, 0.3, "wrong fault class"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Grade(Input{Variant: variant(t), Diagnosis: tt.d, Transcripts: transcripts(), HintsUsed: tt.hints, Remediation: tt.fix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			details := ""
+			for _, c := range res.Criteria {
+				details += c.Name + ": " + c.Detail + "\n"
+			}
+			if res.Passed != tt.wantPass || abs(res.Score-tt.wantScore) > 1e-9 || !strings.Contains(details, tt.wantDetail) {
+				t.Errorf("score %.3f passed %v, want %.3f %v with %q\n%s", res.Score, res.Passed, tt.wantScore, tt.wantPass, tt.wantDetail, details)
+			}
+		})
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestParseDiagnosis(t *testing.T) {
+	d, err := ParseDiagnosis("class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#3,node1#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Class != "nic-rate-limited" || d.Location["node"] != "node2" || d.Location["nic"] != "rdma0" || len(d.Evidence) != 2 || d.Evidence[1] != (EvidenceRef{"node1", 1}) {
+		t.Errorf("parsed %+v", d)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"", "empty diagnosis"},
+		{"node=node1", "no class="},
+		{"class=slow", "unknown fault class"},
+		{"class=nic-down node", "want key=value"},
+		{"class=nic-down colour=red", `unknown key "colour"`},
+		{"class=nic-down node=a node=b", "node given twice"},
+		{"class=nic-down evidence=node1", "want TERMINAL#N"},
+		{"class=nic-down evidence=node1#0", "want TERMINAL#N"},
+	} {
+		if _, err := ParseDiagnosis(tt.in); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseDiagnosis(%q) = %v, want error with %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func FuzzParseDiagnosis(f *testing.F) {
+	f.Add("class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#3,node1#1")
+	f.Add("class= evidence=#")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDiagnosis(s)
+		if err != nil {
+			return
+		}
+		if _, ok := scenarios.ClassByID(d.Class); !ok {
+			t.Fatalf("accepted unknown class %q", d.Class)
+		}
+		for _, e := range d.Evidence {
+			if e.Seq < 1 || e.Terminal == "" {
+				t.Fatalf("accepted bad evidence %+v", e)
+			}
+		}
+	})
+}

@@ -1,0 +1,443 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/commlab/commlab/bench/bootstrap"
+	"github.com/commlab/commlab/bench/trace"
+	"github.com/commlab/commlab/bench/transport"
+)
+
+// rankInfo is what each rank publishes during bootstrap.
+type rankInfo struct {
+	Rank      int            `json:"rank"`
+	Node      string         `json:"node"`
+	NodeID    string         `json:"node_id"`
+	Pid       int            `json:"pid"`
+	LocalRank int            `json:"local_rank"`
+	Net       string         `json:"net"`
+	Addr      transport.Addr `json:"addr"`
+}
+
+// Comm is a communicator: the ranks, their connections, rings and trees.
+type Comm struct {
+	Rank, NRanks int
+	env          Env
+	log          *ncclLog
+	info         []rankInfo
+	bs           *bootstrap.Bootstrap
+	ep           *transport.Endpoint
+	netKind      transport.Kind
+	nch          int
+	slice        int // pipeline slice in bytes
+	rec          *trace.Recorder
+	id           uint64
+
+	mu    sync.Mutex
+	sends map[[2]int]transport.Conn // (peer, channel)
+	recvs map[[2]int]transport.Conn
+	p2p   map[[2]int]bool // pairs printed as p2p connections
+
+	bufMu     sync.Mutex
+	tmps      [][]byte
+	scratches [][2][]byte
+
+	abortMu  sync.Mutex
+	abortErr error
+}
+
+// CommConfig is what a rank needs to join a communicator.
+type CommConfig struct {
+	Rank, NRanks, LocalRank int
+	Node                    string // node name, for logs and the device table
+	ID                      bootstrap.UniqueID
+	Env                     Env
+	Log                     *ncclLog
+	Recorder                *trace.Recorder
+}
+
+// nodeIdentity tells ranks of one node apart from others: the node name given
+// by the launcher, else the host name plus network namespace.
+func nodeIdentity(node string) string {
+	ns, _ := os.Readlink("/proc/self/ns/net")
+	h, _ := os.Hostname()
+	if node == "" {
+		node = h
+	}
+	return node + "/" + ns
+}
+
+// pickDevices returns the bootstrap interface, the NET devices and the NET kind.
+func pickDevices(env Env, lg *ncclLog) (boot transport.Device, devs []transport.Device, kind transport.Kind, err error) {
+	all, err := listIfaces()
+	if err != nil {
+		return boot, nil, 0, err
+	}
+	sock := socketDevices(env.SocketIfname, all)
+	if len(sock) == 0 {
+		if env.SocketIfname != "" {
+			return boot, nil, 0, fmt.Errorf("no interface matches NCCL_SOCKET_IFNAME=%q (interfaces: %s)", env.SocketIfname, devList(all, false))
+		}
+		return boot, nil, 0, fmt.Errorf("no usable network interface (interfaces: %s)", devList(all, false))
+	}
+	boot = sock[0]
+	if !env.IBDisable && env.Net != "Socket" {
+		ib := ibDevices(env.IBHCA, all)
+		if len(ib) > 0 {
+			lg.Info("INIT|NET", "NET/IB : Using %s [RO]; OOB %s:%s<0>", devList(ib, true), boot.Name, boot.IP)
+			lg.Info("INIT|NET", "Using network IB")
+			return boot, ib, transport.IB, nil
+		}
+		lg.Info("INIT|NET", "NET/IB : No device found.")
+		if env.Net == "IB" {
+			return boot, nil, 0, errors.New("NCCL_NET=IB but no RoCE device found (emulated HCAs are interfaces named rdma*, or those NCCL_IB_HCA names)")
+		}
+	} else if env.IBDisable && env.Net == "IB" {
+		return boot, nil, 0, errors.New("NCCL_NET=IB contradicts NCCL_IB_DISABLE=1")
+	}
+	lg.Info("INIT|NET", "NET/Socket : Using %s", devList(sock, false))
+	lg.Info("INIT|NET", "Using network Socket")
+	return boot, sock, transport.Socket, nil
+}
+
+// NewComm joins the communicator: bootstrap, exchange of addresses, rings and
+// trees, and their connections, logging as NCCL does.
+func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
+	env, lg := cfg.Env, cfg.Log
+	boot, devs, kind, err := pickDevices(env, lg)
+	if err != nil {
+		return nil, err
+	}
+	lg.Info("BOOTSTRAP", "Bootstrap : Using %s:%s<0>", boot.Name, boot.IP)
+	if cfg.Rank == 0 {
+		lg.Version()
+	}
+	for _, s := range env.Set {
+		lg.Info("ENV", "%s", s)
+	}
+	c := &Comm{
+		Rank: cfg.Rank, NRanks: cfg.NRanks, env: env, log: lg, netKind: kind, nch: env.Channels(),
+		rec: cfg.Recorder, id: cfg.ID.Magic,
+		sends: map[[2]int]transport.Conn{}, recvs: map[[2]int]transport.Conn{}, p2p: map[[2]int]bool{},
+	}
+	c.slice = max(env.BuffSize/8, 4096) &^ 3
+	ep, err := transport.Listen(transport.Config{
+		CommID: cfg.ID.Magic, Rank: cfg.Rank,
+		UnixName: fmt.Sprintf("commlab-bench-%016x-%d", cfg.ID.Magic, cfg.Rank),
+		NetDevs:  devs, Net: kind, NSocks: env.NSocks * env.NThreads,
+		IBTimeout: env.IBAckTimeout(), IBRetry: env.IBRetryCnt, RocePort: env.RocePort,
+		ShmDir: env.ShmDir, SetupTimeout: env.Timeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.ep = ep
+	bs, err := bootstrap.Init(ctx, cfg.ID, cfg.Rank, cfg.NRanks, boot.IP, env.Timeout)
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	c.bs = bs
+	me := rankInfo{Rank: cfg.Rank, Node: cfg.Node, NodeID: nodeIdentity(cfg.Node), Pid: os.Getpid(), LocalRank: cfg.LocalRank, Net: kindName(kind), Addr: ep.Addr()}
+	b, _ := json.Marshal(me)
+	all, err := bs.AllGather(ctx, b)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("exchange rank information: %w", err)
+	}
+	c.info = make([]rankInfo, cfg.NRanks)
+	for i, raw := range all {
+		if err := json.Unmarshal(raw, &c.info[i]); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("rank %d sent bad information: %w", i, err)
+		}
+		if c.info[i].Net != me.Net && !c.sameNode(i) {
+			c.Close()
+			return nil, fmt.Errorf("NET transport mismatch: rank %d uses NET/%s, rank %d (%s) uses NET/%s; set NCCL_IB_DISABLE or NCCL_NET alike on every node",
+				cfg.Rank, me.Net, i, c.info[i].Node, c.info[i].Net)
+		}
+	}
+	lg.Info("INIT", "comm %#x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId %#x - Init START", c.id&0xffffffffffff, c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id)
+	if err := c.connectAll(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	lg.Info("INIT", "comm %#x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId %#x - Init COMPLETE", c.id&0xffffffffffff, c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id)
+	return c, nil
+}
+
+func kindName(k transport.Kind) string {
+	if k == transport.IB {
+		return "IB"
+	}
+	return "Socket"
+}
+
+func (c *Comm) sameNode(peer int) bool { return c.info[peer].NodeID == c.info[c.Rank].NodeID }
+
+// kindFor chooses the transport to a peer as NCCL does: P2P, then SHM within a
+// node, else the network.
+func (c *Comm) kindFor(peer int) transport.Kind {
+	if c.sameNode(peer) {
+		if !c.env.P2PDisable && c.env.P2PLevel != "LOC" && c.env.P2PLevel != "0" {
+			return transport.P2P
+		}
+		if !c.env.SHMDisable {
+			return transport.SHM
+		}
+	}
+	return c.netKind
+}
+
+func via(k transport.Kind, dev int) string {
+	if k.IsNet() {
+		return fmt.Sprintf("%s/%d", k, dev)
+	}
+	return k.String()
+}
+
+// ringNext and ringPrev: ranks are placed node by node, so the identity ring
+// crosses each node boundary once, like NCCL's topology-aware rings.
+func (c *Comm) ringNext() int { return (c.Rank + 1) % c.NRanks }
+func (c *Comm) ringPrev() int { return (c.Rank - 1 + c.NRanks) % c.NRanks }
+
+// tree returns the parent and children of v in tree t (0 or 1) rooted at root:
+// a binary heap over ranks relative to the root, the second tree mirrored, so
+// that the pair approximates NCCL's double binary tree.
+func (c *Comm) tree(t, root int) (parent int, children []int) {
+	n := c.NRanks
+	rel := func(r int) int {
+		if t == 0 {
+			return (r - root + n) % n
+		}
+		return (root - r + n) % n
+	}
+	abs := func(v int) int {
+		if t == 0 {
+			return (v + root) % n
+		}
+		return (root - v + n) % n
+	}
+	v := rel(c.Rank)
+	parent = -1
+	if v > 0 {
+		parent = abs((v - 1) / 2)
+	}
+	for _, ch := range []int{2*v + 1, 2*v + 2} {
+		if ch < n {
+			children = append(children, abs(ch))
+		}
+	}
+	return parent, children
+}
+
+type link struct{ peer, ch int }
+
+// connectAll connects every channel's ring and tree at init, printing NCCL's lines.
+func (c *Comm) connectAll(ctx context.Context) error {
+	if c.Rank == 0 {
+		ring := ""
+		for i := range c.NRanks {
+			ring += fmt.Sprintf(" %d", i)
+		}
+		for ch := range c.nch {
+			c.log.Info("INIT", "Channel %02d/%02d :%s", ch, c.nch, ring)
+		}
+	}
+	trees := ""
+	for ch := range c.nch {
+		p, kids := c.tree(ch%2, 0)
+		k := []int{-1, -1, -1}
+		copy(k, kids)
+		trees += fmt.Sprintf(" [%d] %d/%d/%d->%d->%d", ch, k[0], k[1], k[2], c.Rank, p)
+	}
+	c.log.Info("INIT", "Trees%s", trees)
+	c.log.Info("INIT", "P2P Chunksize set to %d", c.slice)
+	if c.NRanks == 1 {
+		c.log.Info("INIT", "Connected all rings")
+		c.log.Info("INIT", "Connected all trees")
+		return nil
+	}
+	var ringS, ringR, treeS, treeR []link
+	for ch := range c.nch {
+		ringS = append(ringS, link{c.ringNext(), ch})
+		ringR = append(ringR, link{c.ringPrev(), ch})
+	}
+	if err := c.connect(ctx, ringS, ringR, 0); err != nil {
+		return err
+	}
+	c.log.Info("INIT", "Connected all rings")
+	for ch := range c.nch {
+		p, kids := c.tree(ch%2, 0)
+		for _, k := range append(kids, p) {
+			if k >= 0 && !c.has(k, ch) {
+				treeS = append(treeS, link{k, ch})
+				treeR = append(treeR, link{k, ch})
+			}
+		}
+	}
+	if err := c.connect(ctx, treeS, treeR, 0); err != nil {
+		return err
+	}
+	c.log.Info("INIT", "Connected all trees")
+	return nil
+}
+
+func (c *Comm) has(peer, ch int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, s := c.sends[[2]int{peer, ch}]
+	_, r := c.recvs[[2]int{peer, ch}]
+	return s && r
+}
+
+// connect dials sends and accepts receives concurrently (dials never wait for
+// the peer's Accept call, so the order across ranks cannot deadlock).
+func (c *Comm) connect(ctx context.Context, sends, recvs []link, connIndex int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(sends)+len(recvs))
+	for _, l := range sends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.sendConn(ctx, l.peer, l.ch, connIndex); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	for _, l := range recvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.recvConn(ctx, l.peer, l.ch, connIndex); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func (c *Comm) sendConn(ctx context.Context, peer, ch, connIndex int) (transport.Conn, error) {
+	k := [2]int{peer, ch}
+	c.mu.Lock()
+	conn, ok := c.sends[k]
+	c.mu.Unlock()
+	if ok {
+		return conn, nil
+	}
+	kind := c.kindFor(peer)
+	dev := ch
+	conn, err := c.ep.Dial(ctx, kind, peer, c.info[peer].Addr, ch, dev)
+	if err != nil {
+		c.log.Warn("bench/comm.go", "%v", err)
+		return nil, fmt.Errorf("channel %02d: rank %d -> rank %d (%s): %w", ch, c.Rank, peer, c.info[peer].Node, err)
+	}
+	c.mu.Lock()
+	c.sends[k] = conn
+	c.mu.Unlock()
+	tag := ""
+	if kind.IsNet() {
+		tag = " [send]"
+	}
+	c.log.Info("INIT|P2P", "Channel %02d/%d : %d[%d] -> %d[%d]%s via %s", ch, connIndex, c.Rank, c.info[c.Rank].LocalRank, peer, c.info[peer].LocalRank, tag, via(kind, conn.Dev()))
+	return conn, nil
+}
+
+func (c *Comm) recvConn(ctx context.Context, peer, ch, connIndex int) (transport.Conn, error) {
+	k := [2]int{peer, ch}
+	c.mu.Lock()
+	conn, ok := c.recvs[k]
+	c.mu.Unlock()
+	if ok {
+		return conn, nil
+	}
+	conn, err := c.ep.Accept(ctx, peer, ch)
+	if err != nil {
+		return nil, fmt.Errorf("channel %02d: rank %d <- rank %d (%s): %w", ch, c.Rank, peer, c.info[peer].Node, err)
+	}
+	c.mu.Lock()
+	c.recvs[k] = conn
+	c.mu.Unlock()
+	if conn.Kind().IsNet() {
+		c.log.Info("INIT|P2P", "Channel %02d/%d : %d[%d] -> %d[%d] [receive] via %s", ch, connIndex, peer, c.info[peer].LocalRank, c.Rank, c.info[c.Rank].LocalRank, via(conn.Kind(), conn.Dev()))
+	}
+	return conn, nil
+}
+
+// abort closes every connection so that blocked transfers return; the
+// communicator is unusable afterwards, as after ncclCommAbort.
+func (c *Comm) abort(err error) {
+	c.abortMu.Lock()
+	if c.abortErr == nil {
+		c.abortErr = err
+	}
+	c.abortMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.sends {
+		conn.Close()
+	}
+	for _, conn := range c.recvs {
+		conn.Close()
+	}
+}
+
+// aborted returns the reason of an abort, if any.
+func (c *Comm) aborted() error {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	return c.abortErr
+}
+
+// Close releases the communicator.
+func (c *Comm) Close() {
+	c.abort(transport.ErrClosed)
+	if c.ep != nil {
+		c.ep.Close()
+	}
+	if c.bs != nil {
+		c.bs.Close()
+	}
+}
+
+// AllGather exchanges small control data over the bootstrap ring.
+func (c *Comm) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
+	return c.bs.AllGather(ctx, b)
+}
+
+// Barrier waits for every rank.
+func (c *Comm) Barrier(ctx context.Context) error { return c.bs.Barrier(ctx) }
+
+// Nodes returns the node name of every rank.
+func (c *Comm) Nodes() []string {
+	out := make([]string, c.NRanks)
+	for i, r := range c.info {
+		out[i] = r.Node
+	}
+	return out
+}
+
+// Pids returns the process id of every rank.
+func (c *Comm) Pids() []int {
+	out := make([]int, c.NRanks)
+	for i, r := range c.info {
+		out[i] = r.Pid
+	}
+	return out
+}
+
+// LocalRanks returns every rank's index within its node.
+func (c *Comm) LocalRanks() []int {
+	out := make([]int, c.NRanks)
+	for i, r := range c.info {
+		out[i] = r.LocalRank
+	}
+	return out
+}

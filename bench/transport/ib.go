@@ -1,0 +1,569 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// The RoCE emulation: every packet goes to UDP port 4791 (data to the receiver,
+// ACK/NAK to the sender), source ports give each queue pair its own flow, as RoCEv2
+// does. Reliability is go-back-N on a byte stream: the receiver accepts only the
+// next expected offset, NAKs once on a gap, acks cumulatively with its window.
+// The sender retransmits from the first unacked byte on NAK or when no ack came
+// within the timeout; after more than IBRetry retries without progress it fails
+// with IBV_WC_RETRY_EXC_ERR (status 12), as an RC queue pair does.
+const (
+	pktData  = 1
+	pktAck   = 2
+	pktNak   = 3
+	pktProbe = 4
+
+	dataHdr = 16
+	ackLen  = 24
+
+	ibRing   = 4 << 20 // send and receive buffer per queue pair
+	ibMaxMTU = 4096    // the largest IB MTU
+	ibBatch  = 64
+)
+
+// IBStats counts a sender's protocol events.
+type IBStats struct {
+	Packets, Retransmits, Timeouts, Naks uint64
+}
+
+type ibSender struct {
+	data, acks *net.UDPConn
+	pc         *ipv4.PacketConn
+	qpn        uint32
+	mss        int
+	timeout    time.Duration
+	retryCnt   int
+	wc         WCError
+	dev        int
+
+	mu           sync.Mutex
+	cond         *sync.Cond
+	ring         []byte
+	una, nxt     uint64 // first unacked, next to send
+	end          uint64 // end of queued data
+	rwnd         uint64 // receiver's right edge
+	retries      int
+	lastProgress time.Time
+	lastProbe    time.Time
+	err          error
+	stats        IBStats
+
+	kick   chan struct{}
+	closed chan struct{}
+	once   sync.Once
+}
+
+type ibReceiver struct {
+	data, acks *net.UDPConn
+	pc         *ipv4.PacketConn
+	qpn        uint32
+	dev        int
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	ring       []byte
+	rcvNxt     uint64
+	consumed   uint64
+	advertised uint64 // consumed at the last window update
+	nakFor     uint64
+	nakSent    bool
+	err        error
+	closed     chan struct{}
+	once       sync.Once
+}
+
+var (
+	_ Conn = (*ibSender)(nil)
+	_ Conn = (*ibReceiver)(nil)
+)
+
+// udpDial opens a UDP socket bound to local (port may be 0) and connected to remote.
+// Sockets bound to the RoCE port share it through SO_REUSEPORT; the kernel
+// delivers each flow to its connected socket.
+func udpDial(ctx context.Context, local, remote netip.AddrPort) (*net.UDPConn, error) {
+	d := net.Dialer{
+		LocalAddr: net.UDPAddrFromAddrPort(local),
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) {
+				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); serr != nil {
+					return
+				}
+				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
+					return
+				}
+				for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+					if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], 8<<20) != nil {
+						unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], 8<<20)
+					}
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		},
+	}
+	c, err := d.DialContext(ctx, "udp4", remote.String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
+}
+
+func localPort(c *net.UDPConn) uint16 { return c.LocalAddr().(*net.UDPAddr).AddrPort().Port() }
+
+func mssFor(mtu int) int {
+	if mtu <= 0 {
+		mtu = 1500
+	}
+	return min(ibMaxMTU, mtu-20-8-dataHdr)
+}
+
+func gid(ip netip.Addr) string { return "::ffff:" + ip.Unmap().String() }
+
+// dialIB is the sender side: data flows from an ephemeral port to the peer's
+// RoCE port; acks come back to our RoCE port.
+func (e *Endpoint) dialIB(ctx context.Context, h header, ld Device, ra netip.AddrPort, dev int) (Conn, error) {
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ld.IP, 0))}
+	oob, err := d.DialContext(ctx, "tcp", ra.String())
+	if err != nil {
+		return nil, err
+	}
+	defer oob.Close()
+	dl, _ := ctx.Deadline()
+	oob.SetDeadline(dl)
+	port := uint16(e.cfg.RocePort)
+	data, err := udpDial(ctx, netip.AddrPortFrom(ld.IP, 0), netip.AddrPortFrom(ra.Addr(), port))
+	if err != nil {
+		return nil, fmt.Errorf("open queue pair: %w", err)
+	}
+	var qb [4]byte
+	rand.Read(qb[:])
+	qpn := binary.LittleEndian.Uint32(qb[:])
+	p := make([]byte, 6)
+	binary.LittleEndian.PutUint16(p, localPort(data))
+	binary.LittleEndian.PutUint32(p[2:], qpn)
+	h.Payload = p
+	if err := writeHeader(oob, h); err != nil {
+		data.Close()
+		return nil, err
+	}
+	var reply [6]byte
+	if _, err := io.ReadFull(oob, reply[:]); err != nil {
+		data.Close()
+		return nil, fmt.Errorf("queue pair handshake: %w", err)
+	}
+	ackPort := binary.LittleEndian.Uint16(reply[:])
+	rwnd := binary.LittleEndian.Uint32(reply[2:])
+	acks, err := udpDial(ctx, netip.AddrPortFrom(ld.IP, port), netip.AddrPortFrom(ra.Addr(), ackPort))
+	if err != nil {
+		data.Close()
+		return nil, fmt.Errorf("open ack path on UDP %d: %w", port, err)
+	}
+	to := e.cfg.IBTimeout
+	if to <= 0 {
+		to = time.Second
+	}
+	s := &ibSender{
+		data: data, acks: acks, pc: ipv4.NewPacketConn(data), qpn: qpn,
+		mss: mssFor(ld.MTU), timeout: to, retryCnt: e.cfg.IBRetry, dev: dev,
+		ring: make([]byte, ibRing), rwnd: uint64(rwnd),
+		kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		wc: WCError{
+			Peer: fmt.Sprintf("%s<%d>", ra.Addr(), ra.Port()), Status: 12, Opcode: 0, VendorErr: 129, Type: "Send",
+			LocalGid: gid(ld.IP), RemoteGid: gid(ra.Addr()),
+		},
+	}
+	s.cond = sync.NewCond(&s.mu)
+	go s.sendLoop()
+	go s.ackLoop()
+	return s, nil
+}
+
+// acceptIB is the receiver side, run on the out-of-band TCP connection.
+func (e *Endpoint) acceptIB(c net.Conn, payload []byte) (Conn, error) {
+	defer c.Close()
+	if len(payload) != 6 {
+		return nil, fmt.Errorf("bad queue pair handshake")
+	}
+	srcPort := binary.LittleEndian.Uint16(payload)
+	qpn := binary.LittleEndian.Uint32(payload[2:])
+	la := c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	ra := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	port := uint16(e.cfg.RocePort)
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.SetupTimeout)
+	defer cancel()
+	acks, err := udpDial(ctx, netip.AddrPortFrom(la, 0), netip.AddrPortFrom(ra, port))
+	if err != nil {
+		return nil, err
+	}
+	data, err := udpDial(ctx, netip.AddrPortFrom(la, port), netip.AddrPortFrom(ra, srcPort))
+	if err != nil {
+		acks.Close()
+		return nil, err
+	}
+	var reply [6]byte
+	binary.LittleEndian.PutUint16(reply[:], localPort(acks))
+	binary.LittleEndian.PutUint32(reply[2:], ibRing)
+	if _, err := c.Write(reply[:]); err != nil {
+		acks.Close()
+		data.Close()
+		return nil, err
+	}
+	r := &ibReceiver{
+		data: data, acks: acks, pc: ipv4.NewPacketConn(data), qpn: qpn, dev: devOf(e.tcp, c),
+		ring: make([]byte, ibRing), closed: make(chan struct{}),
+	}
+	r.cond = sync.NewCond(&r.mu)
+	go r.recvLoop()
+	return r, nil
+}
+
+// ---- sender ----
+
+func (s *ibSender) Kind() Kind { return IB }
+func (s *ibSender) Dev() int   { return s.dev }
+
+// Stats returns the sender's counters.
+func (s *ibSender) Stats() IBStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *ibSender) Recv([]byte) error { return errors.New("NET/IB: receive on a send queue pair") }
+
+func (s *ibSender) Send(p []byte) error {
+	s.mu.Lock()
+	for len(p) > 0 {
+		for s.err == nil && s.end-s.una == uint64(len(s.ring)) {
+			s.cond.Wait()
+		}
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			return err
+		}
+		room := uint64(len(s.ring)) - (s.end - s.una)
+		n := min(uint64(len(p)), room)
+		pos := s.end % uint64(len(s.ring))
+		k := copy(s.ring[pos:], p[:n])
+		copy(s.ring, p[k:n])
+		s.end += n
+		p = p[n:]
+		s.wake()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *ibSender) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *ibSender) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+	s.cond.Broadcast()
+}
+
+func (s *ibSender) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.fail(ErrClosed)
+		s.mu.Unlock()
+		close(s.closed)
+		s.data.Close()
+		s.acks.Close()
+	})
+	return nil
+}
+
+func (s *ibSender) sendLoop() {
+	bufs := make([][]byte, ibBatch)
+	msgs := make([]ipv4.Message, ibBatch)
+	for i := range bufs {
+		bufs[i] = make([]byte, dataHdr+s.mss)
+		msgs[i].Buffers = [][]byte{nil}
+	}
+	probe := make([]byte, dataHdr)
+	timer := time.NewTimer(time.Hour)
+	for {
+		s.mu.Lock()
+		if s.err != nil {
+			s.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		if s.una < s.nxt && now.Sub(s.lastProgress) >= s.timeout {
+			s.retries++
+			s.stats.Timeouts++
+			if s.retries > s.retryCnt {
+				wc := s.wc
+				wc.Len = 0
+				s.fail(&wc)
+				s.mu.Unlock()
+				return
+			}
+			s.stats.Retransmits += (s.nxt - s.una + uint64(s.mss) - 1) / uint64(s.mss)
+			s.nxt = s.una
+			s.lastProgress = now
+		}
+		if s.una == s.nxt && s.end > s.nxt && s.nxt < s.rwnd {
+			s.lastProgress = now // timer starts with the first packet after idle
+		}
+		limit := min(s.end, s.rwnd)
+		k := 0
+		for k < ibBatch && s.nxt < limit {
+			n := int(min(uint64(s.mss), limit-s.nxt))
+			b := bufs[k][:dataHdr+n]
+			b[0] = pktData
+			binary.LittleEndian.PutUint32(b[4:], s.qpn)
+			binary.LittleEndian.PutUint64(b[8:], s.nxt)
+			pos := s.nxt % uint64(len(s.ring))
+			c := copy(b[dataHdr:], s.ring[pos:])
+			if c < n {
+				copy(b[dataHdr+c:], s.ring[:n-c])
+			}
+			msgs[k].Buffers[0] = b
+			s.nxt += uint64(n)
+			k++
+		}
+		s.stats.Packets += uint64(k)
+		sendProbe := false
+		wait := time.Hour
+		switch {
+		case s.una < s.nxt:
+			wait = s.timeout - now.Sub(s.lastProgress)
+		case s.end > s.nxt: // window closed: probe until it opens (RNR retries are unlimited)
+			if now.Sub(s.lastProbe) >= s.timeout {
+				sendProbe = true
+				s.lastProbe = now
+			}
+			wait = s.timeout
+		}
+		s.mu.Unlock()
+		if k > 0 {
+			for sent := 0; sent < k; {
+				n, err := s.pc.WriteBatch(msgs[sent:k], 0)
+				if err != nil {
+					if errors.Is(err, net.ErrClosed) {
+						return
+					}
+					break // ENOBUFS, ECONNREFUSED...: the packets are lost, go-back-N recovers
+				}
+				sent += n
+			}
+			continue
+		}
+		if sendProbe {
+			probe[0] = pktProbe
+			binary.LittleEndian.PutUint32(probe[4:], s.qpn)
+			s.data.Write(probe)
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-s.kick:
+		case <-timer.C:
+		case <-s.closed:
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (s *ibSender) ackLoop() {
+	b := make([]byte, 64)
+	for {
+		n, err := s.acks.Read(b)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				continue
+			}
+			s.mu.Lock()
+			s.fail(fmt.Errorf("NET/IB: ack path: %w", err))
+			s.mu.Unlock()
+			return
+		}
+		if n < ackLen || binary.LittleEndian.Uint32(b[4:]) != s.qpn {
+			continue
+		}
+		off := binary.LittleEndian.Uint64(b[8:])
+		win := binary.LittleEndian.Uint64(b[16:])
+		s.mu.Lock()
+		if off > s.una && off <= s.end {
+			s.una = off
+			if s.nxt < off {
+				s.nxt = off
+			}
+			s.retries = 0
+			s.lastProgress = time.Now()
+			s.cond.Broadcast()
+		}
+		if win > s.rwnd {
+			s.rwnd = win
+		}
+		if b[0] == pktNak && off == s.una && off < s.nxt {
+			s.stats.Naks++
+			s.stats.Retransmits += (s.nxt - off + uint64(s.mss) - 1) / uint64(s.mss)
+			s.retries++
+			if s.retries > s.retryCnt {
+				wc := s.wc
+				s.fail(&wc)
+			}
+			s.nxt = off
+			s.lastProgress = time.Now()
+		}
+		s.mu.Unlock()
+		s.wake()
+	}
+}
+
+// ---- receiver ----
+
+func (r *ibReceiver) Kind() Kind        { return IB }
+func (r *ibReceiver) Dev() int          { return r.dev }
+func (r *ibReceiver) Send([]byte) error { return errors.New("NET/IB: send on a receive queue pair") }
+
+func (r *ibReceiver) Close() error {
+	r.once.Do(func() {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = ErrClosed
+		}
+		r.cond.Broadcast()
+		r.mu.Unlock()
+		close(r.closed)
+		r.data.Close()
+		r.acks.Close()
+	})
+	return nil
+}
+
+func (r *ibReceiver) Recv(p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(p) > 0 {
+		for r.err == nil && r.rcvNxt == r.consumed {
+			r.cond.Wait()
+		}
+		if r.err != nil {
+			return r.err
+		}
+		avail := r.rcvNxt - r.consumed
+		n := min(uint64(len(p)), avail)
+		pos := r.consumed % uint64(len(r.ring))
+		k := copy(p[:n], r.ring[pos:])
+		copy(p[k:n], r.ring)
+		r.consumed += n
+		p = p[n:]
+		if r.consumed-r.advertised >= uint64(len(r.ring))/4 {
+			r.sendAck(pktAck)
+		}
+	}
+	return nil
+}
+
+// sendAck is called with r.mu held.
+func (r *ibReceiver) sendAck(typ byte) {
+	var b [ackLen]byte
+	b[0] = typ
+	binary.LittleEndian.PutUint32(b[4:], r.qpn)
+	binary.LittleEndian.PutUint64(b[8:], r.rcvNxt)
+	binary.LittleEndian.PutUint64(b[16:], r.consumed+uint64(len(r.ring)))
+	r.advertised = r.consumed
+	r.acks.Write(b[:])
+}
+
+func (r *ibReceiver) recvLoop() {
+	msgs := make([]ipv4.Message, ibBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 65536)}
+	}
+	for {
+		n, err := r.pc.ReadBatch(msgs, 0)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				continue
+			}
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = fmt.Errorf("NET/IB: receive: %w", err)
+			}
+			r.cond.Broadcast()
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Lock()
+		progress, ack := false, false
+		for i := range n {
+			b := msgs[i].Buffers[0][:msgs[i].N]
+			if len(b) < dataHdr || binary.LittleEndian.Uint32(b[4:]) != r.qpn {
+				continue
+			}
+			switch b[0] {
+			case pktProbe:
+				ack = true
+			case pktData:
+				off := binary.LittleEndian.Uint64(b[8:])
+				pl := b[dataHdr:]
+				free := uint64(len(r.ring)) - (r.rcvNxt - r.consumed)
+				switch {
+				case off == r.rcvNxt && uint64(len(pl)) <= free:
+					pos := r.rcvNxt % uint64(len(r.ring))
+					k := copy(r.ring[pos:], pl)
+					copy(r.ring, pl[k:])
+					r.rcvNxt += uint64(len(pl))
+					progress, ack = true, true
+				case off > r.rcvNxt:
+					if !r.nakSent || r.nakFor != r.rcvNxt {
+						r.nakSent, r.nakFor = true, r.rcvNxt
+						r.sendAck(pktNak)
+					}
+				default:
+					ack = true // duplicate or no room: tell the sender where we are
+				}
+			}
+		}
+		if progress {
+			r.cond.Broadcast()
+		}
+		if ack {
+			r.sendAck(pktAck)
+		}
+		r.mu.Unlock()
+	}
+}

@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newContentCmd(g),
 		newServeCmd(g),
+		newBenchCmd(g),
 	)
 	return root
 }

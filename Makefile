@@ -6,15 +6,22 @@ ADDR    ?= :8080
 DATA    ?= ./data
 export CGO_ENABLED := 1
 
-.PHONY: run build test bench lint deps-run deps-test deps-bench
+WEB_DIST := web/static/dist/lab.js
 
-build:
+.PHONY: run build web test bench lint deps-run deps-test deps-bench
+
+build: $(WEB_DIST)
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/commlab
+
+# The browser bundle (xterm.js, uPlot) comes from npm and is embedded in the binary.
+web: $(WEB_DIST)
+$(WEB_DIST): web/frontend/package.json web/frontend/package-lock.json $(wildcard web/frontend/src/*)
+	cd web/frontend && npm ci --no-audit --no-fund --loglevel=error && npm run -s build
 
 run: deps-run build
 	./$(BIN) serve --addr $(ADDR) --data $(DATA)
 
-test: deps-test lint build
+test: deps-test build lint
 	$(GO) test -count=1 -timeout 80m ./...
 
 bench: deps-test deps-bench build

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/commlab/commlab/server/store"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -53,5 +55,30 @@ func TestBrokenFrontMatterStopsCheckAndServe(t *testing.T) {
 	_, err = run(t, "serve", "--content", dir, "--addr", "127.0.0.1:0", "--data", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("serve: err %v, want it to name chapters/ch01.md:4", err)
+	}
+}
+
+func TestUserRole(t *testing.T) {
+	data := t.TempDir()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(data, "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateUser(context.Background(), &store.User{Email: "ann@example.com", Name: "Ann", Role: store.RoleLearner, PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out, err := run(t, "--data", data, "user", "role", "Ann@Example.com", "instructor"); err != nil || !strings.Contains(out, "now instructor") {
+		t.Fatalf("user role: %v %s", err, out)
+	}
+	out, err := run(t, "--data", data, "user", "list")
+	if err != nil || !strings.Contains(out, "ann@example.com") || !strings.Contains(out, "instructor") {
+		t.Errorf("user list: %v\n%s", err, out)
+	}
+	if _, err := run(t, "--data", data, "user", "role", "ann@example.com", "root"); err == nil || !strings.Contains(err.Error(), "want learner, instructor or admin") {
+		t.Errorf("bad role: %v", err)
+	}
+	if _, err := run(t, "--data", data, "user", "role", "nobody@example.com", "admin"); err == nil {
+		t.Error("unknown account accepted")
 	}
 }

@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 		newContentCmd(g),
 		newServeCmd(g),
 		newBenchCmd(g),
+		newUserCmd(g),
 	)
 	return root
 }

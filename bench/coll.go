@@ -428,8 +428,7 @@ func (c *Comm) chain(ctx context.Context, ch, next, prev int, steps []xfer, red 
 func (c *Comm) xferErr(what string, peer, ch int, err error) error {
 	var wc *transport.WCError
 	if errors.As(err, &wc) {
-		c.log.Warn("bench/transport/ib.go", "%v", wc)
-		return err
+		return err // already logged by the OnError hook
 	}
 	return fmt.Errorf("channel %02d: %s rank %d (%s): %w", ch, what, peer, c.info[peer].Node, err)
 }

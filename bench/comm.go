@@ -132,6 +132,10 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		NetDevs:  devs, Net: kind, NSocks: env.NSocks * env.NThreads,
 		IBTimeout: env.IBAckTimeout(), IBRetry: env.IBRetryCnt, RocePort: env.RocePort,
 		ShmDir: env.ShmDir, SetupTimeout: env.Timeout,
+		OnError: func(err error) {
+			c.log.Warn("bench/transport/ib.go", "%v", err)
+			c.abort(err)
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -396,8 +400,21 @@ func (c *Comm) aborted() error {
 	return c.abortErr
 }
 
+// logIBStats prints the RoCE emulation's counters per queue pair (NET subsystem),
+// the emulation's stand-in for the NIC's retransmission counters.
+func (c *Comm) logIBStats() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, conn := range c.sends {
+		if st, ok := transport.IBStatsOf(conn); ok {
+			c.log.Info("NET", "NET/IB : QP to rank %d channel %02d: %d packets, %d retransmitted, %d timeouts, %d NAKs", k[0], k[1], st.Packets, st.Retransmits, st.Timeouts, st.Naks)
+		}
+	}
+}
+
 // Close releases the communicator.
 func (c *Comm) Close() {
+	c.logIBStats()
 	c.abort(transport.ErrClosed)
 	if c.ep != nil {
 		c.ep.Close()

@@ -42,6 +42,9 @@ type Config struct {
 	ShmDir string
 	// SetupTimeout bounds every connection handshake.
 	SetupTimeout time.Duration
+	// OnError, if set, is called (from its own goroutine) when a connection
+	// fails asynchronously, e.g. a RoCE work completion error.
+	OnError func(error)
 }
 
 // Addr is what a rank publishes so that peers can connect to it.

@@ -33,8 +33,11 @@ const (
 	dataHdr = 16
 	ackLen  = 24
 
-	ibRing   = 4 << 20 // send and receive buffer per queue pair
-	ibMaxMTU = 4096    // the largest IB MTU
+	ibRing = 4 << 20 // send and receive buffer per queue pair
+	// ibWindow bounds the bytes in flight: there is no congestion control (real
+	// RoCE leans on PFC and DCQCN), so a queue that overflows would look like loss.
+	ibWindow = 512 << 10
+	ibMaxMTU = 4096 // the largest IB MTU
 	ibBatch  = 64
 )
 
@@ -52,6 +55,7 @@ type ibSender struct {
 	retryCnt   int
 	wc         WCError
 	dev        int
+	onErr      func(error)
 
 	mu           sync.Mutex
 	cond         *sync.Cond
@@ -84,9 +88,14 @@ type ibReceiver struct {
 	advertised uint64 // consumed at the last window update
 	nakFor     uint64
 	nakSent    bool
-	err        error
-	closed     chan struct{}
-	once       sync.Once
+	// stash holds packets that arrived ahead of a gap. veth delivers a flow out
+	// of order when the sending thread moves between CPUs, which a real fabric
+	// does not do; the stash absorbs that, and a gap that outlives reorderWindow
+	// later packets is treated as loss (NAK, go-back-N) as on RoCE.
+	stash  map[uint64][]byte
+	err    error
+	closed chan struct{}
+	once   sync.Once
 }
 
 var (
@@ -184,7 +193,7 @@ func (e *Endpoint) dialIB(ctx context.Context, h header, ld Device, ra netip.Add
 	}
 	s := &ibSender{
 		data: data, acks: acks, pc: ipv4.NewPacketConn(data), qpn: qpn,
-		mss: mssFor(ld.MTU), timeout: to, retryCnt: e.cfg.IBRetry, dev: dev,
+		mss: mssFor(ld.MTU), timeout: to, retryCnt: e.cfg.IBRetry, dev: dev, onErr: e.cfg.OnError,
 		ring: make([]byte, ibRing), rwnd: uint64(rwnd),
 		kick: make(chan struct{}, 1), closed: make(chan struct{}),
 		wc: WCError{
@@ -242,6 +251,16 @@ func (e *Endpoint) acceptIB(c net.Conn, payload []byte) (Conn, error) {
 func (s *ibSender) Kind() Kind { return IB }
 func (s *ibSender) Dev() int   { return s.dev }
 
+// IBStats returns the counters of an emulated RoCE send queue pair; ok is
+// false for other connections.
+func IBStatsOf(c Conn) (st IBStats, ok bool) {
+	s, ok := c.(*ibSender)
+	if !ok {
+		return st, false
+	}
+	return s.Stats(), true
+}
+
 // Stats returns the sender's counters.
 func (s *ibSender) Stats() IBStats {
 	s.mu.Lock()
@@ -282,9 +301,16 @@ func (s *ibSender) wake() {
 	}
 }
 
+// fail records the queue pair's error (called with s.mu held) and, for a work
+// completion error, tells the owner at once: like NCCL's proxy polling the
+// completion queue, the failure surfaces even when no Send is waiting.
 func (s *ibSender) fail(err error) {
 	if s.err == nil {
 		s.err = err
+		var wc *WCError
+		if s.onErr != nil && errors.As(err, &wc) {
+			go s.onErr(err)
+		}
 	}
 	s.cond.Broadcast()
 }
@@ -334,7 +360,7 @@ func (s *ibSender) sendLoop() {
 		if s.una == s.nxt && s.end > s.nxt && s.nxt < s.rwnd {
 			s.lastProgress = now // timer starts with the first packet after idle
 		}
-		limit := min(s.end, s.rwnd)
+		limit := min(s.end, s.rwnd, s.una+ibWindow)
 		k := 0
 		for k < ibBatch && s.nxt < limit {
 			n := int(min(uint64(s.mss), limit-s.nxt))
@@ -505,6 +531,18 @@ func (r *ibReceiver) sendAck(typ byte) {
 	r.acks.Write(b[:])
 }
 
+// reorderWindow is how many packets past a gap the receiver holds before it
+// declares the gap lost.
+const reorderWindow = 48
+
+// deliver appends in-order payload to the receive ring; called with r.mu held.
+func (r *ibReceiver) deliver(pl []byte) {
+	pos := r.rcvNxt % uint64(len(r.ring))
+	k := copy(r.ring[pos:], pl)
+	copy(r.ring, pl[k:])
+	r.rcvNxt += uint64(len(pl))
+}
+
 func (r *ibReceiver) recvLoop() {
 	msgs := make([]ipv4.Message, ibBatch)
 	for i := range msgs {
@@ -528,6 +566,9 @@ func (r *ibReceiver) recvLoop() {
 			return
 		}
 		r.mu.Lock()
+		if r.stash == nil {
+			r.stash = map[uint64][]byte{}
+		}
 		progress, ack := false, false
 		for i := range n {
 			b := msgs[i].Buffers[0][:msgs[i].N]
@@ -543,12 +584,30 @@ func (r *ibReceiver) recvLoop() {
 				free := uint64(len(r.ring)) - (r.rcvNxt - r.consumed)
 				switch {
 				case off == r.rcvNxt && uint64(len(pl)) <= free:
-					pos := r.rcvNxt % uint64(len(r.ring))
-					k := copy(r.ring[pos:], pl)
-					copy(r.ring, pl[k:])
-					r.rcvNxt += uint64(len(pl))
+					r.deliver(pl)
+					for {
+						next, ok := r.stash[r.rcvNxt]
+						if !ok || uint64(len(next)) > uint64(len(r.ring))-(r.rcvNxt-r.consumed) {
+							break
+						}
+						delete(r.stash, r.rcvNxt)
+						r.deliver(next)
+					}
+					if len(r.stash) > 0 {
+						for k := range r.stash {
+							if k < r.rcvNxt {
+								delete(r.stash, k)
+							}
+						}
+					}
 					progress, ack = true, true
 				case off > r.rcvNxt:
+					if len(r.stash) < reorderWindow && off-r.rcvNxt < uint64(len(r.ring)) {
+						if _, dup := r.stash[off]; !dup {
+							r.stash[off] = append([]byte(nil), pl...)
+						}
+						break
+					}
 					if !r.nakSent || r.nakFor != r.rcvNxt {
 						r.nakSent, r.nakFor = true, r.rcvNxt
 						r.sendAck(pktNak)

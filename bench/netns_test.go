@@ -1,0 +1,229 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testLab is two network namespaces cl-tb<id>-n1 and -n2 joined by a veth pair
+// named rdma0 on both sides (198.18.1.1 and .2), like two lab nodes with one data
+// rail. labs/netns was not available when this was written, so the test builds
+// its own and removes it in t.Cleanup.
+type testLab struct {
+	sandbox string
+}
+
+func run(t *testing.T, argv ...string) string {
+	t.Helper()
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return string(out)
+}
+
+func newTestLab(t *testing.T) *testLab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	for _, tool := range []string{"ip", "tc", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	var b [3]byte
+	rand.Read(b[:])
+	l := &testLab{sandbox: "tb" + hex.EncodeToString(b[:])}
+	n1, n2 := l.ns("n1"), l.ns("n2")
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "del", n1).Run()
+		exec.Command("ip", "netns", "del", n2).Run()
+	})
+	run(t, "ip", "netns", "add", n1)
+	run(t, "ip", "netns", "add", n2)
+	run(t, "ip", "-n", n1, "link", "add", "rdma0", "type", "veth", "peer", "name", "rdma0", "netns", n2)
+	for i, ns := range []string{n1, n2} {
+		run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		run(t, "ip", "-n", ns, "addr", "add", "198.18.1."+strconv.Itoa(i+1)+"/24", "dev", "rdma0")
+		run(t, "ip", "-n", ns, "link", "set", "rdma0", "up")
+	}
+	return l
+}
+
+func (l *testLab) ns(node string) string { return "cl-" + l.sandbox + "-" + node }
+
+// shape limits rdma0's egress on both nodes to rate (tc syntax, e.g. 400mbit).
+func (l *testLab) shape(t *testing.T, rate string) {
+	for _, n := range []string{"n1", "n2"} {
+		run(t, "tc", "-n", l.ns(n), "qdisc", "replace", "dev", "rdma0", "root", "tbf", "rate", rate, "burst", "256kb", "limit", "4mb")
+	}
+}
+
+// dropRoce drops pct % of UDP 4791 packets arriving on both nodes, as the
+// injector's roce-drop does.
+func (l *testLab) dropRoce(t *testing.T, pct int) {
+	for _, n := range []string{"n1", "n2"} {
+		ns := l.ns(n)
+		exec.Command("ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "cltb").Run()
+		if pct == 0 {
+			continue
+		}
+		run(t, "ip", "netns", "exec", ns, "nft", "add", "table", "inet", "cltb")
+		run(t, "ip", "netns", "exec", ns, "nft", "add", "chain", "inet", "cltb", "in", "{ type filter hook input priority 0 ; }")
+		rule := []string{"ip", "netns", "exec", ns, "nft", "add", "rule", "inet", "cltb", "in", "udp", "dport", "4791"}
+		if pct < 100 {
+			rule = append(rule, "numgen", "random", "mod", "100", "<", strconv.Itoa(pct))
+		}
+		run(t, append(rule, "drop")...)
+	}
+}
+
+// iperf3 measures n1 -> n2 over rdma0 for a short run, in bits per second.
+func (l *testLab) iperf3(t *testing.T) float64 {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed")
+	}
+	srv := exec.Command("ip", "netns", "exec", l.ns("n2"), "iperf3", "-s", "-1", "-B", "198.18.1.2")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	var out []byte
+	var err error
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		out, err = exec.Command("ip", "netns", "exec", l.ns("n1"), "iperf3", "-c", "198.18.1.2", "-t", "2", "-J").Output()
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("iperf3: %v\n%s", err, out)
+	}
+	var r struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("iperf3 JSON: %v", err)
+	}
+	return r.End.SumReceived.BitsPerSecond
+}
+
+// bench runs the benchmark in the lab's nodes through the netns starter.
+func (l *testLab) bench(t *testing.T, o Options, env ...string) (string, string, error) {
+	t.Helper()
+	var so, se syncBuf
+	lc := &Launcher{Starter: NetnsStarter{Sandbox: l.sandbox}, Exe: os.Args[0], Stdout: &so, Stderr: &se, Grace: 5 * time.Second,
+		Env: append([]string{"NCCL_SOCKET_IFNAME=rdma0", "COMMLAB_BENCH_TIMEOUT=30"}, env...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	err := lc.Run(ctx, o)
+	return so.String(), se.String(), err
+}
+
+var timeRE = regexp.MustCompile(`(?m)^\s+(\d+)\s+\d+\s+float\s+\w+\s+-?\d+\s+(\S+)\s+\S+\s+\S+\s+\S+\s+(\S+)`)
+
+// busbw computes the all_reduce busbw (GB/s) of the last row from its size and
+// mean time (the printed busbw has only two decimals).
+func busbw(t *testing.T, out string, nranks int) float64 {
+	t.Helper()
+	m := timeRE.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		t.Fatalf("no table row in:\n%s", out)
+	}
+	last := m[len(m)-1]
+	size, _ := strconv.ParseFloat(last[1], 64)
+	a, _ := strconv.ParseFloat(last[2], 64)
+	b, _ := strconv.ParseFloat(last[3], 64)
+	return size / ((a + b) / 2 * 1e3) * AllReduce.BusBwFactor(nranks)
+}
+
+func netnsOpts(size int64, iters int, hosts string) Options {
+	o := DefaultOptions()
+	o.Coll, o.MinBytes, o.MaxBytes, o.Iters, o.Warmup, o.Check = AllReduce, size, size, iters, 1, 0
+	o.Hosts, _ = ParseHosts(hosts)
+	return o
+}
+
+func TestNetnsShapedLinkBusBw(t *testing.T) {
+	l := newTestLab(t)
+	const rateBits = 400e6
+	l.shape(t, "400mbit")
+	ip := l.iperf3(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"socket", []string{"NCCL_IB_DISABLE=1"}},
+		{"roce-emulation", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := l.bench(t, netnsOpts(32<<20, 3, "n1:1,n2:1"), tc.env...)
+			if err != nil {
+				t.Fatalf("bench: %v\n%s\n%s", err, errOut, out)
+			}
+			got := busbw(t, out, 2)
+			// nccl-tests' model: ring all_reduce busbw equals the bottleneck link's
+			// rate; the rate a transport can reach on it is what iperf3 measures.
+			link, goodput := rateBits/8/1e9, ip/8/1e9
+			t.Logf("busbw %.4f GB/s; link %.4f GB/s (%.0f%%); iperf3 %.4f GB/s (busbw/iperf3 %.2f)", got, link, 100*got/link, goodput, got/goodput)
+			if got < 0.9*goodput || got > 1.1*goodput {
+				t.Errorf("busbw %.4f GB/s is not within 10%% of the link's measured rate %.4f GB/s", got, goodput)
+			}
+		})
+	}
+}
+
+func TestNetnsRoceDrop(t *testing.T) {
+	l := newTestLab(t)
+	l.shape(t, "1gbit")
+	o := netnsOpts(8<<20, 4, "n1:1,n2:1")
+	// A short ack timeout (4.096 µs × 2^12 ≈ 17 ms) keeps the failing case quick.
+	env := []string{"NCCL_IB_TIMEOUT=12", "NCCL_DEBUG=WARN"}
+	clean, errOut, err := l.bench(t, o, env...)
+	if err != nil {
+		t.Fatalf("clean run: %v\n%s", err, errOut)
+	}
+	l.dropRoce(t, 2)
+	lossy, errOut, err := l.bench(t, o, env...)
+	if err != nil {
+		t.Fatalf("2%% loss run: %v\n%s", err, errOut)
+	}
+	c, s := busbw(t, clean, 2), busbw(t, lossy, 2)
+	t.Logf("busbw clean %.4f GB/s, 2%% UDP 4791 loss %.4f GB/s", c, s)
+	if s > 0.8*c {
+		t.Errorf("2%% RoCE loss should slow the run measurably: %.4f vs %.4f GB/s", s, c)
+	}
+	l.dropRoce(t, 100)
+	out, errOut, err := l.bench(t, o, env...)
+	if err == nil {
+		t.Fatalf("100%% UDP 4791 loss: the run succeeded:\n%s", out)
+	}
+	all := out + errOut
+	if !regexp.MustCompile(`NET/IB : Got completion from peer 198\.18\.1\.\d<\d+> with error 12, opcode 0, len \d+, vendor err 129`).MatchString(all) {
+		t.Errorf("no error-12 completion in the output:\n%s", all)
+	}
+	if !strings.Contains(all, "NCCL WARN NET/IB : Got completion") {
+		t.Errorf("no NCCL WARN line:\n%s", all)
+	}
+	// With NCCL_IB_DISABLE the same drop no longer matters: traffic moves to sockets.
+	if _, errOut, err := l.bench(t, o, append(env, "NCCL_IB_DISABLE=1")...); err != nil {
+		t.Errorf("sockets under a UDP 4791 drop: %v\n%s", err, errOut)
+	}
+}

@@ -1,0 +1,112 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/commlab/commlab/scenarios"
+)
+
+// ErrBusy is returned when a learner already has a running lab.
+var ErrBusy = errors.New("you already have a lab running: finish or stop it first")
+
+// Manager keeps the labs of every learner: at most PerLearner running at once each,
+// and forgets a lab some time after it ended.
+type Manager struct {
+	cfg        Config
+	ctx        context.Context
+	PerLearner int
+
+	mu   sync.Mutex
+	labs map[string]*Lab
+}
+
+// NewManager makes a manager whose labs live at most as long as ctx.
+func NewManager(ctx context.Context, cfg Config) *Manager {
+	return &Manager{cfg: cfg, ctx: ctx, PerLearner: 1, labs: map[string]*Lab{}}
+}
+
+// Start starts a lab for a learner, unless they have too many running.
+func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	running := 0
+	for _, l := range m.labs {
+		if l.Learner == learner && !l.isEnded() {
+			running++
+		}
+	}
+	if running >= m.PerLearner {
+		return nil, ErrBusy
+	}
+	l := Start(m.ctx, m.cfg, learner, v)
+	m.labs[l.ID] = l
+	return l, nil
+}
+
+// Get returns a learner's lab by id. A lab of someone else is reported as not found,
+// so ids cannot be probed.
+func (m *Manager) Get(learner int64, id string) (*Lab, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.labs[id]
+	if !ok || l.Learner != learner {
+		return nil, fmt.Errorf("lab %s: %w", shortID(id), ErrNoLab)
+	}
+	return l, nil
+}
+
+// ErrNoLab is returned for unknown (or someone else's) lab ids.
+var ErrNoLab = errors.New("no such lab")
+
+// Current returns the learner's most recent lab, if any.
+func (m *Manager) Current(learner int64) (*Lab, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var cur *Lab
+	for _, l := range m.labs {
+		if l.Learner == learner && (cur == nil || l.Started.After(cur.Started)) {
+			cur = l
+		}
+	}
+	return cur, cur != nil
+}
+
+// All returns every lab the manager knows (the instructor dashboard).
+func (m *Manager) All() []*Lab {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Lab, 0, len(m.labs))
+	for _, l := range m.labs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Shutdown stops every lab and waits for their teardown.
+func (m *Manager) Shutdown() {
+	for _, l := range m.All() {
+		l.Stop()
+	}
+	for _, l := range m.All() {
+		l.Wait()
+	}
+}
+
+func (l *Lab) isEnded() bool {
+	select {
+	case <-l.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,383 @@
+// Package session runs one lab from start to end, top-down in one place:
+//
+//	environment up → healthy baseline → inject (journaled) → self-test (the fault
+//	must really hurt) → workload streams busbw → learner's terminals (recorded) →
+//	grade (evidence from the recordings, remediation re-measured) → revert → down
+//
+// A Lab always ends with its faults reverted and its environment down: on grading,
+// on Stop, on TTL expiry and when its context is cancelled. A lab whose self-test
+// fails is not scored and says why, so a flaky host is never the learner's fault.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/scenarios"
+)
+
+// Env is a running lab environment (a sandbox of network namespaces, a GPU node).
+type Env interface {
+	// ID names the environment (the sandbox id).
+	ID() string
+	// Nodes lists the node names.
+	Nodes() []string
+	// Target is where the injector applies a fault on node.
+	Target(node string) injector.Target
+	// Shell starts the learner's login shell in node, with rc as its bash rc file.
+	Shell(ctx context.Context, node, rc string) (PTY, error)
+	// Workload runs the collective benchmark with bench's argv (after "commlab bench")
+	// over hosts ("node1:1,node2:1"), with env added to every rank, writing its output
+	// to out; it returns when the run ends.
+	Workload(ctx context.Context, hosts string, argv, env []string, out io.Writer) error
+	// Down removes everything the environment created.
+	Down(ctx context.Context) error
+}
+
+// PTY is a learner's terminal.
+type PTY interface {
+	io.ReadWriter
+	Resize(rows, cols uint16) error
+	// Close ends the shell.
+	Close() error
+}
+
+// Provider brings environments up.
+type Provider interface {
+	// Up creates an environment for a topology; progress is told each step.
+	Up(ctx context.Context, topology string, ttl time.Duration, progress func(step string)) (Env, error)
+}
+
+// Faults applies and reverts faults (the injector).
+type Faults interface {
+	Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (id string, err error)
+	Revert(ctx context.Context, id string) error
+}
+
+// State is where a lab is in its life.
+type State string
+
+// States.
+const (
+	Starting State = "starting"
+	Ready    State = "ready"
+	Grading  State = "grading"
+	Done     State = "done"
+	Failed   State = "failed"
+	Expired  State = "expired"
+	Stopped  State = "stopped"
+)
+
+// Config is what a lab needs from its surroundings.
+type Config struct {
+	Provider Provider
+	Faults   Faults
+	// DataDir holds recordings under <DataDir>/recordings/<lab id>/.
+	DataDir string
+	// TTL is how long a lab may run (default 45 minutes).
+	TTL time.Duration
+	Log *slog.Logger
+}
+
+// Lab is one learner's run of one scenario variant.
+type Lab struct {
+	ID      string
+	Learner int64
+	Variant *scenarios.Variant
+	Started time.Time
+	Expires time.Time
+
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	log    *slog.Logger
+
+	// wl serialises workload runs: a measurement never shares the links with a
+	// streaming run.
+	wl sync.Mutex
+
+	mu        sync.Mutex
+	state     State
+	step      string
+	progress  [2]int
+	failure   string
+	env       Env
+	faultIDs  []string
+	terminals map[string]*Terminal
+	samples   *Samples
+	hints     map[int]bool
+	baseline  float64
+	faulted   float64
+	result    *grader.Result
+	ended     chan struct{}
+}
+
+// ErrNotReady is returned for actions that need a ready lab.
+var ErrNotReady = errors.New("the lab is not ready")
+
+// Start begins a lab in the background; Wait or State tell how it goes. parent bounds
+// the whole lab (the server's lifetime); the lab also ends at its TTL.
+func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Variant) *Lab {
+	if cfg.TTL == 0 {
+		cfg.TTL = 45 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	now := time.Now()
+	l := &Lab{
+		ID: newID(), Learner: learner, Variant: v, Started: now, Expires: now.Add(cfg.TTL),
+		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{},
+		samples: newSamples(600), ended: make(chan struct{}),
+	}
+	l.log = cfg.Log.With("lab", l.ID, "scenario", v.Scenario.ID, "learner", learner)
+	l.ctx, l.cancel = context.WithDeadline(context.WithoutCancel(parent), l.Expires)
+	go func() {
+		// The parent's end (server shutdown) ends the lab too, with a clean teardown.
+		select {
+		case <-parent.Done():
+			l.cancel()
+		case <-l.ended:
+		}
+	}()
+	go l.run()
+	return l
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// steps of the start-up, for the progress bar.
+const startSteps = 6
+
+func (l *Lab) setStep(n int, step string) {
+	l.mu.Lock()
+	l.step, l.progress = step, [2]int{n, startSteps}
+	l.mu.Unlock()
+	l.log.Info("lab step", "step", step)
+}
+
+// run is the lab's life, top-down.
+func (l *Lab) run() {
+	defer close(l.ended)
+	defer l.teardown()
+	s := l.Variant.Scenario
+	ctx := l.ctx
+
+	l.setStep(1, "创建虚拟集群（网络命名空间、网卡、交换机）")
+	env, err := l.cfg.Provider.Up(ctx, s.Environment.Topology, l.cfg.TTL, func(step string) { l.setStep(1, step) })
+	if err != nil {
+		l.fail(fmt.Errorf("the lab environment could not start: %w", err))
+		return
+	}
+	l.mu.Lock()
+	l.env = env
+	l.mu.Unlock()
+
+	if s.Workload != nil && s.Remediation != nil {
+		l.setStep(2, "测量健康基线（故障注入前）")
+		bw, err := l.measure(ctx)
+		if err != nil {
+			l.fail(fmt.Errorf("self-test: the healthy baseline could not be measured: %w", err))
+			return
+		}
+		l.baseline = bw
+	}
+
+	l.setStep(3, "注入故障")
+	faults, err := l.Variant.Faults()
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	for _, f := range faults {
+		ttl := f.TTL
+		if ttl == 0 || ttl > time.Until(l.Expires) {
+			ttl = time.Until(l.Expires)
+		}
+		id, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
+		if err != nil {
+			l.fail(fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err))
+			return
+		}
+		l.mu.Lock()
+		l.faultIDs = append(l.faultIDs, id)
+		l.mu.Unlock()
+		l.samples.event("故障注入: " + f.Kind)
+	}
+
+	if l.baseline > 0 {
+		l.setStep(4, "自检：确认故障确实生效")
+		bw, err := l.measure(ctx)
+		if err != nil && !errors.Is(err, errWorkloadFailed) {
+			l.fail(fmt.Errorf("self-test: %w", err))
+			return
+		}
+		l.faulted = bw
+		if bw >= s.Remediation.MinRatio*l.baseline {
+			l.fail(fmt.Errorf("self-test: the fault did not slow the workload (%.3f GB/s with it, %.3f without): this lab is not scored, start it again", bw, l.baseline))
+			return
+		}
+	}
+
+	l.setStep(5, "打开终端")
+	for _, node := range l.terminalNodes() {
+		t, err := openTerminal(ctx, env, node, l.recordingPath(node), l.log)
+		if err != nil {
+			l.fail(fmt.Errorf("open a shell on %s: %w", node, err))
+			return
+		}
+		l.mu.Lock()
+		l.terminals[node] = t
+		l.mu.Unlock()
+	}
+
+	l.setStep(6, "就绪")
+	l.mu.Lock()
+	l.state = Ready
+	l.mu.Unlock()
+	if s.Workload != nil {
+		go l.streamWorkload(ctx)
+	}
+	<-ctx.Done()
+	l.mu.Lock()
+	if l.state == Ready || l.state == Starting {
+		l.state = Expired
+	}
+	l.mu.Unlock()
+}
+
+func (l *Lab) fail(err error) {
+	l.log.Warn("lab failed", "err", err)
+	l.mu.Lock()
+	l.state, l.failure = Failed, err.Error()
+	l.mu.Unlock()
+	l.cancel()
+}
+
+// teardown reverts every fault and takes the environment down, whatever happened.
+func (l *Lab) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l.mu.Lock()
+	terms, ids, env := l.terminals, l.faultIDs, l.env
+	l.faultIDs = nil
+	l.mu.Unlock()
+	for _, t := range terms {
+		t.Close()
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		if err := l.cfg.Faults.Revert(ctx, ids[i]); err != nil {
+			l.log.Error("revert fault", "fault", ids[i], "err", err)
+		}
+	}
+	if env != nil {
+		if err := env.Down(ctx); err != nil {
+			l.log.Error("environment down", "err", err)
+		}
+	}
+	l.log.Info("lab ended")
+}
+
+// Stop ends the lab now, at the learner's request.
+func (l *Lab) Stop() {
+	l.mu.Lock()
+	if l.state == Ready || l.state == Starting {
+		l.state = Stopped
+	}
+	l.mu.Unlock()
+	l.cancel()
+}
+
+// Wait blocks until the lab has ended and its teardown is done.
+func (l *Lab) Wait() { <-l.ended }
+
+// Ended is closed when the lab has ended and its teardown is done.
+func (l *Lab) Ended() <-chan struct{} { return l.ended }
+
+// Status is a snapshot for the UI.
+type Status struct {
+	State    State          `json:"state"`
+	Step     string         `json:"step"`
+	Progress map[string]int `json:"progress"`
+	Failure  string         `json:"failure,omitempty"`
+	Expires  time.Time      `json:"expires"`
+	Nodes    []string       `json:"nodes"`
+}
+
+// Status returns where the lab is.
+func (l *Lab) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.Expires,
+		Progress: map[string]int{"done": l.progress[0], "total": l.progress[1]}}
+	for n := range l.terminals {
+		st.Nodes = append(st.Nodes, n)
+	}
+	sortStrings(st.Nodes)
+	return st
+}
+
+func (l *Lab) terminalNodes() []string {
+	if t := l.Variant.Scenario.Environment.Terminals; len(t) > 0 {
+		return t
+	}
+	return l.env.Nodes()
+}
+
+// Terminal returns the terminal of a node.
+func (l *Lab) Terminal(node string) (*Terminal, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.terminals[node]
+	return t, ok && l.state == Ready
+}
+
+// Samples returns the lab's busbw time series.
+func (l *Lab) Samples() *Samples { return l.samples }
+
+// Hint reveals hint i and records its use; the cost applies at grading.
+func (l *Lab) Hint(i int) (scenarios.Hint, error) {
+	hs := l.Variant.Scenario.Hints
+	if i < 0 || i >= len(hs) {
+		return scenarios.Hint{}, fmt.Errorf("no hint %d", i+1)
+	}
+	l.mu.Lock()
+	l.hints[i] = true
+	l.mu.Unlock()
+	return scenarios.Hint{Text: l.Variant.Expand(hs[i].Text), Cost: hs[i].Cost}, nil
+}
+
+// HintsUsed lists the hints opened so far.
+func (l *Lab) HintsUsed() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int
+	for i := range l.Variant.Scenario.Hints {
+		if l.hints[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Result returns the grading result, nil before grading.
+func (l *Lab) Result() *grader.Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.result
+}

@@ -1,0 +1,157 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+var errWorkloadFailed = errors.New("the workload failed")
+
+// hosts returns the scenario's rank placement, default one rank on every node.
+func (l *Lab) hosts() string {
+	if w := l.Variant.Scenario.Workload; w != nil && len(w.Hosts) > 0 {
+		return strings.Join(w.Hosts, ",")
+	}
+	var hs []string
+	for _, n := range l.env.Nodes() {
+		hs = append(hs, n+":1")
+	}
+	return strings.Join(hs, ",")
+}
+
+func (l *Lab) workloadEnv() []string {
+	var env []string
+	if w := l.Variant.Scenario.Workload; w != nil {
+		for _, k := range sortedKeys(w.Env) {
+			env = append(env, k+"="+l.Variant.Expand(w.Env[k]))
+		}
+	}
+	return env
+}
+
+// measure runs the workload once and returns its average bus bandwidth (GB/s). A
+// workload that fails (as RoCE drops make it) measures 0 with errWorkloadFailed.
+func (l *Lab) measure(ctx context.Context) (float64, error) {
+	l.wl.Lock()
+	defer l.wl.Unlock()
+	w := l.Variant.Scenario.Workload
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	err := l.env.Workload(ctx, l.hosts(), w.Bench, l.workloadEnv(), &out)
+	bw, perr := AvgBusBW(out.Bytes())
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("%w: timed out after 3 minutes", errWorkloadFailed)
+		}
+		return 0, fmt.Errorf("%w: %v", errWorkloadFailed, err)
+	}
+	return bw, perr
+}
+
+// streamWorkload runs the workload again and again while the lab is ready, pushing
+// one busbw sample per run to the chart.
+func (l *Lab) streamWorkload(ctx context.Context) {
+	for ctx.Err() == nil {
+		l.mu.Lock()
+		ready := l.state == Ready
+		l.mu.Unlock()
+		if !ready {
+			return
+		}
+		bw, err := l.measure(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, errWorkloadFailed) {
+			l.log.Warn("workload", "err", err)
+		}
+		l.samples.add(bw)
+		if err != nil {
+			// A failing workload (a hang, RoCE retries exceeded) shows as zero; pause so
+			// a failure loop does not spin.
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
+}
+
+// AvgBusBW reads nccl-tests' "# Avg bus bandwidth    : 12.3456" footer.
+func AvgBusBW(out []byte) (float64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "# Avg bus bandwidth"); ok {
+			_, val, _ := strings.Cut(rest, ":")
+			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if err != nil {
+				return 0, fmt.Errorf("bad Avg bus bandwidth line %q", line)
+			}
+			return f, nil
+		}
+	}
+	return 0, errors.New("the workload printed no Avg bus bandwidth line")
+}
+
+// Sample is one point of the busbw chart, or a fault event.
+type Sample struct {
+	Type  string  `json:"type"` // "sample" or "event"
+	T     float64 `json:"t"`    // Unix seconds
+	BusBW float64 `json:"busbw,omitempty"`
+	Label string  `json:"label,omitempty"`
+}
+
+// Samples is a bounded time series with subscribers (the live chart).
+type Samples struct {
+	mu   sync.Mutex
+	max  int
+	list []Sample
+	subs map[chan Sample]struct{}
+}
+
+func newSamples(max int) *Samples { return &Samples{max: max, subs: map[chan Sample]struct{}{}} }
+
+func (s *Samples) add(bw float64) {
+	s.push(Sample{Type: "sample", T: float64(time.Now().UnixMilli()) / 1000, BusBW: bw})
+}
+
+func (s *Samples) event(label string) {
+	s.push(Sample{Type: "event", T: float64(time.Now().UnixMilli()) / 1000, Label: label})
+}
+
+func (s *Samples) push(x Sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list = append(s.list, x)
+	if len(s.list) > s.max {
+		s.list = s.list[len(s.list)-s.max:]
+	}
+	for ch := range s.subs {
+		select {
+		case ch <- x:
+		default: // a slow chart misses a point; the next one comes soon
+		}
+	}
+}
+
+// Subscribe returns the samples so far and a channel of new ones.
+func (s *Samples) Subscribe() ([]Sample, <-chan Sample, func()) {
+	ch := make(chan Sample, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subs[ch] = struct{}{}
+	return append([]Sample(nil), s.list...), ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.subs, ch)
+	}
+}

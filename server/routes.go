@@ -35,6 +35,8 @@ func (s *Server) routes() *gin.Engine {
 	r.POST("/course/:id/quiz", s.requireUser, s.submitQuiz)
 	r.GET("/progress", s.requireUser, s.progress)
 
+	s.labRoutes(r)
+
 	r.GET("/login", s.loginPage)
 	r.POST("/login", s.login)
 	r.GET("/register", s.registerPage)

@@ -17,6 +17,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/server/auth"
 	"github.com/commlab/commlab/server/store"
 	"github.com/commlab/commlab/web"
@@ -51,11 +53,29 @@ func (c *Config) defaults() {
 	}
 }
 
+// Deps are the server's collaborators.
+type Deps struct {
+	Library *course.Library
+	Store   store.Store
+	// Secret keys the CSRF tokens (32 random bytes, kept across restarts).
+	Secret []byte
+	// Scenarios and Labs serve the labs; nil Labs means labs are off (pages say why).
+	Scenarios *scenarios.Catalog
+	Labs      *session.Manager
+	// LabsOff, when Labs is nil, says why (e.g. "labs need root").
+	LabsOff string
+	Log     *slog.Logger
+}
+
 // Server serves commlab over HTTP.
 type Server struct {
 	cfg     Config
 	lib     *course.Library
 	store   store.Store
+	cats    *scenarios.Catalog
+	labs    *session.Manager
+	labsOff string
+	terms   *termCounter
 	csrf    *auth.CSRF
 	limiter *auth.Limiter
 	log     *slog.Logger
@@ -66,8 +86,8 @@ type Server struct {
 	router  *gin.Engine
 }
 
-// New builds a server. secret keys the CSRF tokens (32 random bytes, kept across restarts).
-func New(cfg Config, lib *course.Library, st store.Store, secret []byte, log *slog.Logger) (*Server, error) {
+// New builds a server.
+func New(cfg Config, d Deps) (*Server, error) {
 	cfg.defaults()
 	pages, err := web.Pages(nil)
 	if err != nil {
@@ -77,17 +97,21 @@ func New(cfg Config, lib *course.Library, st store.Store, secret []byte, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("highlight css: %w", err)
 	}
-	csrf, err := auth.NewCSRF(secret)
+	csrf, err := auth.NewCSRF(d.Secret)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		cfg:     cfg,
-		lib:     lib,
-		store:   st,
+		lib:     d.Library,
+		store:   d.Store,
+		cats:    d.Scenarios,
+		labs:    d.Labs,
+		labsOff: d.LabsOff,
+		terms:   &termCounter{n: map[int64]int{}},
 		csrf:    csrf,
 		limiter: auth.NewLimiter(rate.Limit(cfg.LoginRate), cfg.LoginBurst, 10*time.Minute),
-		log:     log,
+		log:     d.Log,
 		pages:   pages,
 		hlCSS:   []byte(css),
 		cache:   &pageCache{},

@@ -54,7 +54,7 @@ func newTestServer(tb testing.TB, cfg Config) (*Server, store.Store) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	srv, err := New(cfg, lib, st, []byte("0123456789abcdef0123456789abcdef"), slog.New(slog.DiscardHandler))
+	srv, err := New(cfg, Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -54,7 +54,7 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 			if err != nil {
 				return err
 			}
-			srv, err := server.New(cfg, lib, st, key, log)
+			srv, err := server.New(cfg, server.Deps{Library: lib, Store: st, Secret: key, Log: log})
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,8 @@ type Provider interface {
 
 // Faults applies and reverts faults (the injector).
 type Faults interface {
-	Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (id string, err error)
+	// Apply applies a fault and returns its id and the equivalent shell command.
+	Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (id, command string, err error)
 	Revert(ctx context.Context, id string) error
 }
 
@@ -112,6 +113,7 @@ type Lab struct {
 	failure   string
 	env       Env
 	faultIDs  []string
+	injected  []string
 	terminals map[string]*Terminal
 	samples   *Samples
 	hints     map[int]bool
@@ -209,13 +211,14 @@ func (l *Lab) run() {
 		if ttl == 0 || ttl > time.Until(l.Expires) {
 			ttl = time.Until(l.Expires)
 		}
-		id, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
+		id, cmd, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
 		if err != nil {
 			l.fail(fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err))
 			return
 		}
 		l.mu.Lock()
 		l.faultIDs = append(l.faultIDs, id)
+		l.injected = append(l.injected, f.Node+": "+cmd)
 		l.mu.Unlock()
 		l.samples.event("故障注入: " + f.Kind)
 	}
@@ -373,6 +376,14 @@ func (l *Lab) HintsUsed() []int {
 		}
 	}
 	return out
+}
+
+// Injected lists, per fault, the node and the shell command equivalent to what was
+// injected. Only for the debrief, after grading.
+func (l *Lab) Injected() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.injected...)
 }
 
 // Result returns the grading result, nil before grading.

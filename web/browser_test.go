@@ -1,0 +1,136 @@
+package web_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/server"
+	"github.com/commlab/commlab/server/store"
+)
+
+// browser starts headless Chromium (Debian's package) for one test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium not installed (make test installs it): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// screenshot saves the page under artifacts/ (ignored by git) for review.
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	dir := filepath.Join("..", "artifacts", "browser")
+	_ = os.MkdirAll(dir, 0o755)
+	_ = os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+}
+
+func TestBrowserReadChapterOne(t *testing.T) {
+	lib, err := course.NewLibrary(course.Embedded(), course.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := server.New(server.Config{}, server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	ch1, _ := lib.Course().Chapter("ch01")
+
+	ctx := browser(t)
+	must := func(step string, err error) {
+		t.Helper()
+		if err != nil {
+			screenshot(ctx, t, "failed-"+step)
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	must("register", chromedp.Do(ctx,
+		chromedp.Navigate(hs.URL+"/register"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, "learner@example.com"),
+		chromedp.SendKeys(`input[name=name]`, "学员甲"),
+		chromedp.SendKeys(`input[name=password]`, "correct horse battery"),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`ol.modules`),
+	))
+	location, err := chromedp.Run(ctx, chromedp.Location())
+	must("location", err)
+	if !strings.HasSuffix(location, "/course") {
+		t.Fatalf("after register at %s, want /course", location)
+	}
+	screenshot(ctx, t, "1-index")
+
+	must("open chapter 1", chromedp.Do(ctx,
+		chromedp.Click(`a[href="/course/ch01"]`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`article.prose h1`),
+	))
+	h1, err := chromedp.Run(ctx, chromedp.Text(`article.prose h1`))
+	must("h1", err)
+	tableText, err := chromedp.Run(ctx, chromedp.Text(`article.prose table`, chromedp.NodeVisible))
+	must("table", err)
+	tokens, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('article.prose pre.chroma span[class]')].filter(s => !['line','cl'].includes(s.className)).length`))
+	must("code block", err)
+	screenshot(ctx, t, "2-chapter1")
+	if h1 != ch1.Title {
+		t.Errorf("h1 = %q, want %q", h1, ch1.Title)
+	}
+	if strings.TrimSpace(tableText) == "" {
+		t.Error("chapter 1 table is empty")
+	}
+	if tokens == 0 {
+		t.Error("no code block of chapter 1 is highlighted (no token spans in pre.chroma)")
+	}
+
+	must("mark read", chromedp.Do(ctx,
+		chromedp.Click(`form[action="/course/ch01/read"] button`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`section.done p.badge.read`),
+		chromedp.Navigate(hs.URL+"/course"),
+		chromedp.WaitVisible(`ol.modules`),
+	))
+	readBadges, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('li[data-chapter="ch01"] .badge.read').length`))
+	must("count marks", err)
+	screenshot(ctx, t, "3-index-read")
+	if readBadges != 1 {
+		t.Errorf("index shows %d read marks on ch01, want 1", readBadges)
+	}
+}

@@ -186,6 +186,8 @@ func (s *Server) labPage(c *gin.Context) {
 		d.Debrief = l.Variant.Debrief()
 		d.Injected = l.Injected()
 	}
+	// xterm.js themes its terminal with a <style> element it creates.
+	c.Header("Content-Security-Policy", strings.Replace(csp, "style-src 'self'", "style-src 'self' 'unsafe-inline'", 1))
 	s.renderPage(c, http.StatusOK, "lab", sc.Title, d)
 }
 

@@ -49,7 +49,7 @@ function terminal(el, session) {
   const send = (obj) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify(obj)); };
   const connect = () => {
     setStatus(el.dataset.connecting || "connecting…", "wait");
-    ws = new WebSocket(wsURL(`/labs/${session}/term/${encodeURIComponent(node)}/ws`));
+    ws = new WebSocket(wsURL(`/lab/${session}/term/${encodeURIComponent(node)}/ws`));
     ws.binaryType = "arraybuffer";
     ws.onopen = () => {
       backoff = 500;
@@ -93,7 +93,7 @@ function chart(el, session) {
   const plot = new uPlot(opts, [xs, ys], el);
   new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: 220 })).observe(el);
   const connect = () => {
-    const ws = new WebSocket(wsURL(`/labs/${session}/metrics/ws`));
+    const ws = new WebSocket(wsURL(`/lab/${session}/metrics/ws`));
     ws.onmessage = (ev) => {
       const m = JSON.parse(ev.data);
       if (m.type === "sample") { xs.push(m.t); ys.push(m.busbw); if (xs.length > 600) { xs.shift(); ys.shift(); } }
@@ -139,7 +139,7 @@ function countdown(el) {
 function evidencePicker(el, session) {
   if (!el) return;
   const refresh = async () => {
-    const r = await fetch(`/labs/${session}/commands`, { headers: { Accept: "application/json" } });
+    const r = await fetch(`/lab/${session}/commands`, { headers: { Accept: "application/json" } });
     if (!r.ok) return;
     const { commands } = await r.json();
     const picked = new Set([...el.querySelectorAll("input:checked")].map((i) => i.value));
@@ -165,7 +165,7 @@ function evidencePicker(el, session) {
 // pollState reloads the page once a starting lab is ready (or has failed).
 function pollState(page, session) {
   const poll = async () => {
-    const r = await fetch(`/labs/${session}/state`, { headers: { Accept: "application/json" } });
+    const r = await fetch(`/lab/${session}/state`, { headers: { Accept: "application/json" } });
     if (r.ok) {
       const s = await r.json();
       const bar = document.querySelector("#progress");

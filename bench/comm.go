@@ -131,7 +131,8 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		UnixName: fmt.Sprintf("commlab-bench-%016x-%d", cfg.ID.Magic, cfg.Rank),
 		NetDevs:  devs, Net: kind, NSocks: env.NSocks * env.NThreads,
 		IBTimeout: env.IBAckTimeout(), IBRetry: env.IBRetryCnt, RocePort: env.RocePort,
-		ShmDir: env.ShmDir, SetupTimeout: env.Timeout,
+		IBWindow: env.BuffSize / 4,
+		ShmDir:   env.ShmDir, SetupTimeout: env.Timeout,
 		OnError: func(err error) {
 			c.log.Warn("bench/transport/ib.go", "%v", err)
 			c.abort(err)

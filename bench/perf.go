@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/commlab/commlab/bench/bootstrap"
@@ -391,14 +392,42 @@ func (b *benchRun) sweep(ctx context.Context) error {
 	if err := b.writeTrace(ctx); err != nil {
 		return err
 	}
+	usage, err := b.gatherUsage(ctx)
+	if err != nil {
+		return err
+	}
 	if c.Rank == 0 {
 		avg := 0.0
 		if b.bwCount > 0 {
 			avg = b.bwSum / float64(b.bwCount)
 		}
 		WriteFooter(b.out, b.wrong, avg)
+		for r, u := range usage {
+			fmt.Fprintf(b.out, "# Rank %2d on %10s: cpu %.2f s (user %.2f, sys %.2f), max RSS %d MiB\n", r, c.Nodes()[r], u[0]+u[1], u[0], u[1], int(u[2])>>10)
+		}
 	}
 	return nil
+}
+
+// gatherUsage collects every rank's CPU seconds (user, sys) and peak RSS (KiB).
+func (b *benchRun) gatherUsage(ctx context.Context) ([][3]float64, error) {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	var msg [24]byte
+	binary.LittleEndian.PutUint64(msg[0:], math.Float64bits(float64(ru.Utime.Nano())/1e9))
+	binary.LittleEndian.PutUint64(msg[8:], math.Float64bits(float64(ru.Stime.Nano())/1e9))
+	binary.LittleEndian.PutUint64(msg[16:], math.Float64bits(float64(ru.Maxrss)))
+	all, err := b.comm.AllGather(ctx, msg[:])
+	if err != nil {
+		return nil, fmt.Errorf("gather resource usage: %w", err)
+	}
+	out := make([][3]float64, len(all))
+	for r, m := range all {
+		for i := range 3 {
+			out[r][i] = math.Float64frombits(binary.LittleEndian.Uint64(m[8*i:]))
+		}
+	}
+	return out, nil
 }
 
 func (b *benchRun) call(size int64, t DataType, op Op, inPlace bool) call {

@@ -36,6 +36,8 @@ type Config struct {
 	IBTimeout time.Duration
 	// IBRetry is NCCL_IB_RETRY_CNT: retransmissions without progress before error 12.
 	IBRetry int
+	// IBWindow bounds the bytes in flight per RoCE queue pair (0: 1 MiB).
+	IBWindow int
 	// RocePort is the UDP destination port of the RoCE emulation (4791).
 	RocePort int
 	// ShmDir holds the SHM segments (/dev/shm).

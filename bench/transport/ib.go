@@ -34,9 +34,10 @@ const (
 	ackLen  = 24
 
 	ibRing = 4 << 20 // send and receive buffer per queue pair
-	// ibWindow bounds the bytes in flight: there is no congestion control (real
-	// RoCE leans on PFC and DCQCN), so a queue that overflows would look like loss.
-	ibWindow = 512 << 10
+	// ibWindow is the default bound on bytes in flight per queue pair: there is
+	// no congestion control (real RoCE leans on PFC and DCQCN), so a queue that
+	// overflows looks like loss.
+	ibWindow = 1 << 20
 	ibMaxMTU = 4096 // the largest IB MTU
 	ibBatch  = 64
 )
@@ -56,6 +57,7 @@ type ibSender struct {
 	wc         WCError
 	dev        int
 	onErr      func(error)
+	window     uint64
 
 	mu           sync.Mutex
 	cond         *sync.Cond
@@ -194,7 +196,8 @@ func (e *Endpoint) dialIB(ctx context.Context, h header, ld Device, ra netip.Add
 	s := &ibSender{
 		data: data, acks: acks, pc: ipv4.NewPacketConn(data), qpn: qpn,
 		mss: mssFor(ld.MTU), timeout: to, retryCnt: e.cfg.IBRetry, dev: dev, onErr: e.cfg.OnError,
-		ring: make([]byte, ibRing), rwnd: uint64(rwnd),
+		window: uint64(min(max(e.cfg.IBWindow, 64<<10), ibRing)),
+		ring:   make([]byte, ibRing), rwnd: uint64(rwnd),
 		kick: make(chan struct{}, 1), closed: make(chan struct{}),
 		wc: WCError{
 			Peer: fmt.Sprintf("%s<%d>", ra.Addr(), ra.Port()), Status: 12, Opcode: 0, VendorErr: 129, Type: "Send",
@@ -360,7 +363,7 @@ func (s *ibSender) sendLoop() {
 		if s.una == s.nxt && s.end > s.nxt && s.nxt < s.rwnd {
 			s.lastProgress = now // timer starts with the first packet after idle
 		}
-		limit := min(s.end, s.rwnd, s.una+ibWindow)
+		limit := min(s.end, s.rwnd, s.una+s.window)
 		k := 0
 		for k < ibBatch && s.nxt < limit {
 			n := int(min(uint64(s.mss), limit-s.nxt))

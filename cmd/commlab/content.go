@@ -20,26 +20,27 @@ func newContentCmd(g *globals) *cobra.Command {
 	var dir string
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Validate the manifest, chapters, quizzes and links; print each problem as file:line: message",
-		Long: `check loads the course exactly as serve does and reports every problem it finds:
-missing or unlisted chapter files, duplicate ids, bad front matter, broken internal
-links and anchors, missing images, unknown lab ids and malformed quizzes. It exits
-non-zero when there is any problem.`,
+		Short: "Validate the course and the lab scenarios; print each problem as file:line: message",
+		Long: `check loads the course and the scenarios exactly as serve does and reports every
+problem it finds: missing or unlisted chapter files, duplicate ids, bad front matter,
+broken internal links and anchors, missing images, unknown lab ids, malformed quizzes,
+and in scenarios unknown topologies, fault kinds or classes, parameters out of range in
+any variant, evidence patterns that do not compile. It exits non-zero on any problem.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fsys, prefix := contentFS(dir)
-			c, probs := course.Load(fsys, courseOptions())
+			ct, probs := loadContent(dir)
 			if len(probs) > 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), located(probs, prefix))
+				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(probs, "\n"))
 				return fmt.Errorf("%d problem(s) in the course content", len(probs))
 			}
+			c := ct.course
 			written := 0
 			for _, ch := range c.Chapters() {
 				if ch.Written() {
 					written++
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ok: %d modules, %d chapters (%d written)\n", len(c.Modules), len(c.Chapters()), written)
+			fmt.Fprintf(cmd.OutOrStdout(), "ok: %d modules, %d chapters (%d written), %d lab scenarios\n", len(c.Modules), len(c.Chapters()), written, len(ct.scenarios.All()))
 			return nil
 		},
 	}
@@ -57,16 +58,12 @@ func contentFS(dir string) (fs.FS, string) {
 }
 
 // located returns the problems as file:line lines, with paths relative to the working directory.
-func located(probs course.Problems, prefix string) string {
+func located(probs course.Problems, prefix string) []string {
 	lines := make([]string, len(probs))
 	for i, p := range probs {
 		p.File = path.Join(prefix, p.File)
 		lines[i] = p.String()
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
-// courseOptions ties the course to the lab scenarios it may reference.
-func courseOptions() course.Options {
-	return course.Options{}
-}

@@ -27,7 +27,7 @@ func TestContentCheckEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatalf("embedded course: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "ok: 6 modules, 30 chapters") {
+	if !strings.Contains(out, "ok: 6 modules, 30 chapters") || !strings.Contains(out, "lab scenarios") {
 		t.Errorf("output: %s", out)
 	}
 }

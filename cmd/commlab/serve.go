@@ -1,11 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -32,12 +32,13 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.Default()
-			fsys, prefix := contentFS(content)
-			lib, err := course.NewLibrary(fsys, courseOptions())
-			var probs course.Problems
-			if errors.As(err, &probs) {
-				return fmt.Errorf("the course has %d problem(s); fix them and run 'commlab content check':\n%s", len(probs), located(probs, prefix))
-			} else if err != nil {
+			ct, probs := loadContent(content)
+			if len(probs) > 0 {
+				return fmt.Errorf("the course has %d problem(s); fix them and run 'commlab content check':\n%s", len(probs), strings.Join(probs, "\n"))
+			}
+			fsys, _ := contentFS(content)
+			lib, err := course.NewLibrary(fsys, course.Options{LabExists: func(id string) bool { _, ok := ct.scenarios.Get(id); return ok }})
+			if err != nil {
 				return err
 			}
 			if content != "" {

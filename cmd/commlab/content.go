@@ -66,4 +66,3 @@ func located(probs course.Problems, prefix string) []string {
 	}
 	return lines
 }
-

@@ -178,8 +178,14 @@ type posError struct {
 // errorf records an error at the YAML path p ("$.nodes[2].name"); when p does
 // not exist (a missing key) the closest existing parent gives the position.
 func (v *validator) errorf(p string, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if v.ast == nil {
+		// Not parsed from a file: name the field instead of a position.
+		v.errs = append(v.errs, posError{err: fmt.Errorf("%s: %s: %s", v.file, strings.TrimPrefix(p, "$."), msg)})
+		return
+	}
 	line, col := v.locate(p)
-	v.errs = append(v.errs, posError{pos{line, col}, fmt.Errorf("%s:%d:%d: %s", v.file, line, col, fmt.Sprintf(format, args...))})
+	v.errs = append(v.errs, posError{pos{line, col}, fmt.Errorf("%s:%d:%d: %s", v.file, line, col, msg)})
 }
 
 func (v *validator) locate(p string) (int, int) {
@@ -378,4 +384,51 @@ func (v *validator) rate(report bool, p, what, s string) Rate {
 		}
 	}
 	return r
+}
+
+// Validate checks a Topology built in Go rather than parsed (e.g. decoded from
+// a state file) with the same rules as Parse.
+func (t *Topology) Validate() error {
+	if t == nil {
+		return fmt.Errorf("%w: no topology", ErrInvalid)
+	}
+	raw := rawTopology{Name: t.Name, Description: t.Description}
+	for _, s := range t.Switches {
+		rs := rawSwitch{Name: s.Name, Role: string(s.Role)}
+		if s.Rate > 0 {
+			rs.Rate = s.Rate.String()
+		}
+		if s.MTU != 0 {
+			mtu := s.MTU
+			rs.MTU = &mtu
+		}
+		raw.Switches = append(raw.Switches, rs)
+	}
+	if t.IntraNode != nil {
+		raw.IntraNode = &rawIntra{Name: t.IntraNode.Name, Rate: t.IntraNode.Rate.String()}
+	}
+	for _, n := range t.Nodes {
+		rn := rawNode{Name: n.Name}
+		for _, c := range n.NICs {
+			rc := rawNIC{Name: c.Name, Switch: c.Switch}
+			if sw, ok := t.Switch(c.Switch); !ok || c.Rate != sw.Rate {
+				rc.Rate = c.Rate.String() // 0 renders as 0bit and is refused
+			}
+			if sw, ok := t.Switch(c.Switch); ok && c.MTU != 0 && c.MTU != sw.MTU {
+				return fmt.Errorf("%w: node %q NIC %q: mtu %d differs from switch %q's %d", ErrInvalid, n.Name, c.Name, c.MTU, sw.Name, sw.MTU)
+			}
+			rn.NICs = append(rn.NICs, rc)
+		}
+		raw.Nodes = append(raw.Nodes, rn)
+	}
+	v := &validator{file: fmt.Sprintf("topology %q", t.Name)}
+	v.topology(&raw)
+	if len(v.errs) > 0 {
+		errs := make([]error, len(v.errs))
+		for i, e := range v.errs {
+			errs[i] = e.err
+		}
+		return fmt.Errorf("%w:\n%w", ErrInvalid, errors.Join(errs...))
+	}
+	return nil
 }

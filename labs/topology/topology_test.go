@@ -330,3 +330,34 @@ func TestPlanDisjoint(t *testing.T) {
 		t.Error("Plan(-1) succeeded")
 	}
 }
+
+func TestValidateBuiltStruct(t *testing.T) {
+	good, err := Builtin("4x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("Validate(4x2) = %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*Topology)
+		want   string
+	}{
+		{"shell metacharacters", func(t *Topology) { t.Nodes[0].Name = "n1$(reboot)" }, `nodes[0].name: node name "n1$(reboot)"`},
+		{"zero rate", func(t *Topology) { t.Nodes[1].NICs[1].Rate = 0 }, "must be greater than 0"},
+		{"unknown switch", func(t *Topology) { t.Nodes[2].NICs[2].Switch = "spine" }, `unknown switch "spine"`},
+		{"no NICs", func(t *Topology) { t.Nodes[3].NICs = nil }, `node "node4" has no NICs`},
+		{"mtu mismatch", func(t *Topology) { t.Nodes[0].NICs[1].MTU = 9000 }, "differs from switch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			top, _ := Builtin("4x2")
+			tt.change(top)
+			err := top.Validate()
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate() = %v; want ErrInvalid containing %q", err, tt.want)
+			}
+		})
+	}
+}

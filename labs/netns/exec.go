@@ -1,0 +1,210 @@
+//go:build linux
+
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/cgroup"
+)
+
+// nodePath is the PATH of processes on a node.
+const nodePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Exec prepares argv to run on node as root, in the node's network namespace
+// and cgroup, with the node's name as hostname (its own UTS namespace). The
+// environment starts clean (PATH, HOME=/root, LANG, HOSTNAME, COMMLAB_SANDBOX,
+// COMMLAB_NODE): append to cmd.Env rather than inheriting commlab's. ctx kills
+// the process when it ends, as with exec.CommandContext.
+func (s *Sandbox) Exec(ctx context.Context, node string, argv ...string) (*labs.Cmd, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("exec: empty command")
+	}
+	if _, _, err := s.up(); err != nil {
+		return nil, err
+	}
+	info, err := s.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cgroup.Open(info.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = []string{nodePath, "HOME=/root", "LANG=C.UTF-8", "HOSTNAME=" + node,
+		"COMMLAB_SANDBOX=" + s.ID(), "COMMLAB_NODE=" + node}
+	c.Dir = "/"
+	return labs.NewCmd(c, func(lc *labs.Cmd) error {
+		if _, _, err := s.up(); err != nil {
+			return err
+		}
+		sp := spawnSpec{netns: info.NetNSPath, mountNS: lc.MountNS, hostname: node, group: g}
+		if err := spawn(lc.Cmd, sp, lc.Cmd.Start); err != nil {
+			return fmt.Errorf("exec %s on %s/%s: %w", argv[0], s.ID(), node, err)
+		}
+		return nil
+	}), nil
+}
+
+// spawnSpec says where a process goes before it runs.
+type spawnSpec struct {
+	netns    string        // network namespace file to join
+	mountNS  string        // mount namespace file to join first; "" keeps the host's
+	hostname string        // if set, a new UTS namespace with this hostname
+	hide     []string      // if learner: directories covered by an empty tmpfs
+	binds    [][2]string   // if learner: bind mounts (source, target)
+	learner  bool          // private mounts, fresh /sys, no_new_privs, tight bounding set
+	group    *cgroup.Group // cgroup the process runs in
+}
+
+// learnerCaps are the capabilities a learner shell keeps (ambient, and the
+// whole bounding set): enough for tc, ip and ping in its own node.
+var learnerCaps = []uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW}
+
+// spawn starts c (through start, which calls c.Start or a pty variant) on a
+// throw-away OS thread that first enters the node: mount namespace, network
+// namespace, UTS namespace, learner restrictions, cgroup. Nothing of this
+// touches the calling thread or the host.
+func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
+	if c.SysProcAttr == nil {
+		c.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	return onFreshThread(func() error {
+		// setns into a mount namespace needs an unshared fs context.
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			return fmt.Errorf("unshare fs: %w", err)
+		}
+		if sp.mountNS != "" {
+			if err := setnsPath(sp.mountNS, unix.CLONE_NEWNS); err != nil {
+				return err
+			}
+		}
+		if err := setnsPath(sp.netns, unix.CLONE_NEWNET); err != nil {
+			return err
+		}
+		if sp.hostname != "" {
+			if err := unix.Unshare(unix.CLONE_NEWUTS); err != nil {
+				return fmt.Errorf("unshare uts: %w", err)
+			}
+			if err := unix.Sethostname([]byte(sp.hostname)); err != nil {
+				return fmt.Errorf("sethostname: %w", err)
+			}
+		}
+		if sp.learner {
+			if err := learnerMounts(sp); err != nil {
+				return err
+			}
+			if err := restrictThread(); err != nil {
+				return err
+			}
+		}
+		cleanup, err := sp.group.Prepare(c.SysProcAttr)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		if err := start(); err != nil {
+			return err
+		}
+		if err := sp.group.Place(c.Process.Pid); err != nil {
+			_ = c.Wait()
+			return err
+		}
+		return nil
+	})
+}
+
+func setnsPath(path string, kind int) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open namespace %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, kind); err != nil {
+		return fmt.Errorf("enter namespace %s: %w", path, err)
+	}
+	return nil
+}
+
+// learnerMounts gives the thread (and so the shell) a private mount namespace
+// in which the learner's home and tmp replace /home and /tmp, commlab's own
+// directories (namespaces, run-time files, data) are covered, and /sys is a
+// fresh sysfs that shows the node's interfaces rather than the host's.
+func learnerMounts(sp spawnSpec) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	for _, b := range sp.binds {
+		if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s on %s: %w", b[0], b[1], err)
+		}
+	}
+	for _, dir := range sp.hide {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
+			return fmt.Errorf("hide %s: %w", dir, err)
+		}
+	}
+	if err := unix.Unmount("/sys", unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount host /sys: %w", err)
+	}
+	if err := unix.Mount("sysfs", "/sys", "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the node's /sys: %w", err)
+	}
+	return nil
+}
+
+// restrictThread sets no_new_privs (setuid binaries cannot raise privileges)
+// and cuts the capability bounding set to learnerCaps; both pass to children.
+func restrictThread() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	last := lastCap()
+	for c := uintptr(0); c <= last; c++ {
+		if slices.Contains(learnerCaps, c) {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	return nil
+}
+
+func lastCap() uintptr {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			return uintptr(n)
+		}
+	}
+	return unix.CAP_LAST_CAP
+}
+
+// hiddenFromLearners lists what a learner shell must not see.
+func hiddenFromLearners(dataDir string) []string {
+	out := []string{netnsDir, "/run/commlab"}
+	if d := filepath.Clean(dataDir); d != "/" && d != "." {
+		out = append(out, d)
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+//go:build linux
+
+package netns
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/labs/topology"
+)
+
+// helperEnv makes the test binary act as a crash-test child (see TestMain).
+const helperEnv = "COMMLAB_NETNS_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "up" {
+		os.Exit(helperUp())
+	}
+	os.Exit(m.Run())
+}
+
+// helperUp brings a sandbox up and then waits to be killed.
+func helperUp() int {
+	top, err := topology.Builtin(os.Getenv("HELPER_TOPO"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	s, err := New(top, Options{DataDir: os.Getenv("HELPER_DATA"), ID: os.Getenv("HELPER_ID")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := s.Up(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("UP")
+	time.Sleep(time.Minute)
+	return 0
+}
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, tc, cgroups)")
+	}
+}
+
+// testID returns a fresh sandbox id for a test: 't' and 7 random characters.
+func testID() string { return "t" + NewID()[1:] }
+
+// upSandbox builds a sandbox of a built-in topology and removes it when the
+// test ends, failing the test if anything of it is left.
+func upSandbox(t *testing.T, topo string, opts Options) *Sandbox {
+	t.Helper()
+	needRoot(t)
+	top, err := topology.Builtin(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.ID == "" {
+		opts.ID = testID()
+	}
+	s, err := New(top, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer dcancel()
+		if err := s.Down(dctx); err != nil {
+			t.Errorf("Down: %v", err)
+		}
+		cancel()
+		if left := leftovers(s.ID(), opts.DataDir); len(left) > 0 {
+			t.Errorf("after Down, sandbox %s left:\n%s", s.ID(), strings.Join(left, "\n"))
+		}
+	})
+	if err := s.Up(ctx); err != nil {
+		t.Fatalf("Up(%s): %v", topo, err)
+	}
+	return s
+}
+
+// run runs argv on node and returns its combined output; it fails the test
+// if the command fails.
+func run(t testing.TB, s *Sandbox, node string, argv ...string) string {
+	t.Helper()
+	out, err := tryRun(s, node, argv...)
+	if err != nil {
+		t.Fatalf("%s on %s: %v\n%s", strings.Join(argv, " "), node, err, out)
+	}
+	return out
+}
+
+func tryRun(s *Sandbox, node string, argv ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := s.Exec(ctx, node, argv...)
+	if err != nil {
+		return "", err
+	}
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// host runs a command on the host (read-only inspection tools only).
+func host(t testing.TB, argv ...string) string {
+	t.Helper()
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return string(out)
+}
+
+// leftovers lists every trace of sandbox id on the host, asking the same
+// tools an operator would: ip netns list, ip link, nft list tables, the
+// cgroup tree, and commlab's own files.
+func leftovers(id, dataDir string) []string {
+	var left []string
+	for _, argv := range [][]string{{"ip", "netns", "list"}, {"ip", "-o", "link"}, {"nft", "list", "tables"}} {
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		if err != nil {
+			left = append(left, fmt.Sprintf("%s failed: %v %s", strings.Join(argv, " "), err, out))
+			continue
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, Prefix+id+"-") || strings.HasSuffix(strings.TrimSpace(line), " "+Prefix+id) {
+				left = append(left, strings.Join(argv, " ")+": "+line)
+			}
+		}
+	}
+	for _, c := range []string{"pids", "memory", "cpu", "unified", ""} {
+		p := filepath.Join("/sys/fs/cgroup", c, "commlab", id)
+		if _, err := os.Stat(p); err == nil {
+			left = append(left, "cgroup "+p)
+		}
+	}
+	for _, p := range []string{sandboxRunDir(id), statePath(dataDir, id)} {
+		if _, err := os.Lstat(p); err == nil {
+			left = append(left, "file "+p)
+		}
+	}
+	for i, l := range readSlots() {
+		if l.ID == id {
+			left = append(left, "slot lease "+slotPath(i))
+		}
+	}
+	return left
+}

@@ -1,0 +1,387 @@
+//go:build linux
+
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/cgroup"
+	"github.com/commlab/commlab/labs/topology"
+)
+
+// Errors of this backend; test them with errors.Is.
+var (
+	// ErrNoSandbox marks a sandbox id with no state file.
+	ErrNoSandbox = errors.New("no such sandbox")
+	// ErrBusy marks a host that cannot take another sandbox now.
+	ErrBusy = errors.New("no room for another sandbox")
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultTTL            = 2 * time.Hour
+	DefaultPids           = 2048
+	DefaultMemory         = 2 << 30
+	DefaultHomeSize       = 64 << 20
+	DefaultLearnerUIDBase = 2_000_000_000
+)
+
+// Options configure a sandbox; the zero value works (with a data directory).
+type Options struct {
+	// DataDir holds the state files (<DataDir>/sandboxes/<id>.json). Required.
+	DataDir string
+	// ID names the sandbox (1-12 of [a-z0-9]); empty picks a random one.
+	ID string
+	// TTL bounds the sandbox's life; 0 means DefaultTTL.
+	TTL time.Duration
+	// Limits bound the sandbox's processes; zero fields take DefaultPids,
+	// DefaultMemory and 3/4 of the host's CPUs.
+	Limits cgroup.Limits
+	// LearnerUIDBase: learner shells run as uid (and gid) LearnerUIDBase+index,
+	// one uid per sandbox, so sandboxes cannot touch each other's processes
+	// or files. No passwd entry is needed. 0 means DefaultLearnerUIDBase.
+	LearnerUIDBase uint32
+	// HomeSize bounds the learner's /home and /tmp (one tmpfs per sandbox);
+	// 0 means DefaultHomeSize.
+	HomeSize int64
+	// Detached records no owner process: the sandbox outlives this process
+	// and goes only with Down, its TTL, or a sweep after the TTL.
+	Detached bool
+	// Logger receives debug and teardown messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Sandbox is one lab cluster built from network namespaces: a namespace per
+// node (cl-<id>-<node>) whose NICs are veth pairs into a fabric namespace
+// (cl-<id>-fab) holding one Linux bridge per switch, shaped with tbf on both
+// ends, plus a cgroup, an nftables table and a learner home. It implements
+// [labs.Environment].
+//
+// The sandbox lives until Down, until the context given to Up ends, or until
+// its TTL passes, whichever comes first; if the process dies first, Sweep
+// removes it.
+type Sandbox struct {
+	topo *topology.Topology
+	opts Options
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	st    *State // set once Up has recorded it
+	plan  *topology.Plan
+	state string // "", "up", "down"
+	done  chan struct{}
+}
+
+var _ labs.Environment = (*Sandbox)(nil)
+
+// New prepares a sandbox for topo; nothing is created before Up.
+func New(topo *topology.Topology, opts Options) (*Sandbox, error) {
+	if err := topo.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.DataDir == "" {
+		return nil, errors.New("netns: Options.DataDir is required (state files live there)")
+	}
+	if opts.ID == "" {
+		opts.ID = NewID()
+	}
+	if err := ValidID(opts.ID); err != nil {
+		return nil, err
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.Limits.Pids <= 0 {
+		opts.Limits.Pids = DefaultPids
+	}
+	if opts.Limits.Memory <= 0 {
+		opts.Limits.Memory = DefaultMemory
+	}
+	if opts.Limits.CPUs <= 0 {
+		opts.Limits.CPUs = max(1, 0.75*float64(runtime.NumCPU()))
+	}
+	if opts.LearnerUIDBase == 0 {
+		opts.LearnerUIDBase = DefaultLearnerUIDBase
+	}
+	if opts.HomeSize <= 0 {
+		opts.HomeSize = DefaultHomeSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	abs, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	opts.DataDir = abs
+	return &Sandbox{topo: topo, opts: opts, log: opts.Logger.With("sandbox", opts.ID), done: make(chan struct{})}, nil
+}
+
+// Open attaches to an existing sandbox from its state file, e.g. to open a
+// shell or tear it down from another process. The returned Sandbox does not
+// own the sandbox's lifetime: its Up fails, its Down removes it.
+func Open(dataDir, id string) (*Sandbox, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	st, err := ReadState(abs, id)
+	if err != nil {
+		return nil, err
+	}
+	if st.Topology == nil {
+		return nil, fmt.Errorf("sandbox %s: state has no topology", id)
+	}
+	plan, err := st.Topology.Plan(st.Index)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	s := &Sandbox{
+		topo: st.Topology,
+		opts: Options{DataDir: abs, ID: id, Limits: st.Limits, HomeSize: st.HomeSize, Logger: slog.Default()},
+		st:   st, plan: plan, state: "up", done: make(chan struct{}),
+	}
+	s.log = s.opts.Logger.With("sandbox", id)
+	if _, err := os.Stat(NetNSPath(id, fabricNode)); err != nil {
+		return nil, fmt.Errorf("sandbox %s: recorded but not built (%v): run commlab sweep", id, err)
+	}
+	return s, nil
+}
+
+// ID is the sandbox id.
+func (s *Sandbox) ID() string { return s.opts.ID }
+
+// Topology is the sandbox's topology.
+func (s *Sandbox) Topology() *topology.Topology { return s.topo }
+
+// State returns a copy of the sandbox's recorded state, or nil before Up.
+func (s *Sandbox) State() *State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return nil
+	}
+	st := *s.st
+	return &st
+}
+
+// Plan is the sandbox's address plan (nil before Up).
+func (s *Sandbox) Plan() *topology.Plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plan
+}
+
+// Done is closed once the sandbox has been torn down by this process (Down,
+// context end or TTL).
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
+
+// NodeInfo is what other packages need to act on a node: where its network
+// namespace is, its NICs with addresses, and the cgroup of its processes.
+type NodeInfo struct {
+	Name string `json:"name"`
+	// NetNS is the namespace name (ip -n NAME); NetNSPath its file.
+	NetNS     string `json:"netns"`
+	NetNSPath string `json:"netns_path"`
+	// Cgroup is the node's cgroup relative to each hierarchy root
+	// (commlab/<id>/<node>); CgroupDirs are its directories.
+	Cgroup     string   `json:"cgroup"`
+	CgroupDirs []string `json:"cgroup_dirs"`
+	// NICs are the node's interfaces (names as seen inside the node) with
+	// their addresses, switches, rates and MTUs.
+	NICs []topology.NICPlan `json:"nics"`
+}
+
+// DataAddrs lists the addresses of the node's data NICs, rail order.
+func (n NodeInfo) DataAddrs() []string {
+	var out []string
+	for _, c := range n.NICs {
+		if c.Role == topology.Data {
+			out = append(out, c.Addr.Addr().String())
+		}
+	}
+	return out
+}
+
+// Node describes one node of the sandbox (after Up).
+func (s *Sandbox) Node(name string) (NodeInfo, error) {
+	s.mu.Lock()
+	plan := s.plan
+	s.mu.Unlock()
+	if plan == nil {
+		return NodeInfo{}, fmt.Errorf("sandbox %s: %w", s.ID(), labs.ErrNotUp)
+	}
+	np, ok := plan.Node(name)
+	if !ok {
+		return NodeInfo{}, fmt.Errorf("sandbox %s: %w %q (have %v)", s.ID(), labs.ErrUnknownNode, name, s.topo.NodeNames())
+	}
+	info := NodeInfo{
+		Name: name, NetNS: NetNSName(s.ID(), name), NetNSPath: NetNSPath(s.ID(), name),
+		Cgroup: NodeCgroupPath(s.ID(), name), NICs: np.NICs,
+	}
+	if g, err := cgroup.Open(info.Cgroup); err == nil {
+		info.CgroupDirs = g.Dirs()
+	}
+	return info, nil
+}
+
+// Nodes describes every node, in topology order (after Up).
+func (s *Sandbox) Nodes() ([]NodeInfo, error) {
+	var out []NodeInfo
+	for _, n := range s.topo.Nodes {
+		info, err := s.Node(n.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// FabricNetNS is the namespace holding the sandbox's bridges (one per switch,
+// named br-<switch>; node n's NIC X plugs in as p<n>-X) and its nftables
+// table (bridge family, named NFTable(id)).
+func (s *Sandbox) FabricNetNS() string { return FabricNetNSName(s.ID()) }
+
+// Cgroup is the sandbox's cgroup (limits apply here; nodes are children).
+func (s *Sandbox) Cgroup() string { return CgroupPath(s.ID()) }
+
+// LearnerUID is the uid (and gid) learner shells of this sandbox run as.
+func (s *Sandbox) LearnerUID() uint32 {
+	if st := s.State(); st != nil {
+		return st.LearnerUID
+	}
+	return 0
+}
+
+// Up builds the sandbox. Its state is recorded (fsynced) before anything is
+// created, so a crash at any point leaves something Sweep can remove. If Up
+// fails, everything it created is removed before it returns.
+//
+// ctx bounds the build and also the sandbox's life, like exec.CommandContext:
+// when ctx ends the sandbox is torn down. Pass a context that lives as long as
+// the lab session (not an HTTP request's).
+func (s *Sandbox) Up(ctx context.Context) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != "" {
+		return fmt.Errorf("sandbox %s: Up called twice", s.ID())
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: the netns backend needs root (namespaces, tc, cgroups)", labs.ErrUnsupported)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := s.ID()
+	if _, err := os.Lstat(NetNSPath(id, fabricNode)); err == nil {
+		return fmt.Errorf("sandbox %s exists already", id)
+	}
+	if _, err := os.Lstat(statePath(s.opts.DataDir, id)); err == nil {
+		return fmt.Errorf("sandbox %s exists already (state file %s)", id, statePath(s.opts.DataDir, id))
+	}
+	var owner Owner
+	if !s.opts.Detached {
+		if owner, err = self(); err != nil {
+			return fmt.Errorf("identify owner process: %w", err)
+		}
+	}
+	now := time.Now().UTC()
+	st := &State{
+		ID: id, Topology: s.topo, Created: now, Expires: now.Add(s.opts.TTL), Owner: owner,
+		Limits: s.opts.Limits, HomeSize: s.opts.HomeSize, DataDir: s.opts.DataDir,
+	}
+	// 1. Reserve the slot (index) host-wide; 2. record the state. Both
+	// fsynced before any namespace, link or cgroup exists.
+	st.Index, err = takeSlot(lease{ID: id, Owner: owner, Expires: st.Expires, State: statePath(st.DataDir, id)})
+	if err != nil {
+		return err
+	}
+	st.LearnerUID = s.opts.LearnerUIDBase + uint32(st.Index)
+	plan, err := s.topo.Plan(st.Index)
+	if err != nil {
+		releaseSlot(st.Index, id)
+		return err
+	}
+	if err := writeState(st); err != nil {
+		releaseSlot(st.Index, id)
+		return err
+	}
+	s.st, s.plan = st, plan
+	defer func() {
+		if err != nil {
+			// Roll back with a fresh deadline: ctx may be what failed.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if derr := destroy(rctx, s.log, id, st); derr != nil {
+				s.log.Error("roll back failed Up; run commlab sweep", "err", derr)
+			}
+			s.st, s.plan = nil, nil
+			s.state = "down"
+			close(s.done)
+		}
+	}()
+	if err := build(ctx, s.log, st, plan); err != nil {
+		return fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	s.state = "up"
+	go s.watch(ctx, st.Expires)
+	return nil
+}
+
+// watch tears the sandbox down when ctx ends or the TTL passes.
+func (s *Sandbox) watch(ctx context.Context, expires time.Time) {
+	t := time.NewTimer(time.Until(expires))
+	defer t.Stop()
+	why := ""
+	select {
+	case <-s.done:
+		return
+	case <-ctx.Done():
+		why = "context ended"
+	case <-t.C:
+		why = "TTL expired"
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.log.Info("tearing down sandbox", "why", why)
+	if err := s.Down(dctx); err != nil {
+		s.log.Error("tear down sandbox", "why", why, "err", err)
+	}
+}
+
+// Down removes everything of the sandbox: its processes, namespaces (and with
+// them links, qdiscs and the nftables table), cgroup, learner home, state and
+// slot. It is idempotent and safe after a failed or partial Up.
+func (s *Sandbox) Down(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != "up" {
+		return nil
+	}
+	if err := destroy(ctx, s.log, s.ID(), s.st); err != nil {
+		return fmt.Errorf("sandbox %s: %w", s.ID(), err)
+	}
+	s.state = "down"
+	close(s.done)
+	return nil
+}
+
+// up returns the state of an up sandbox or ErrNotUp.
+func (s *Sandbox) up() (*State, *topology.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != "up" {
+		return nil, nil, fmt.Errorf("sandbox %s: %w", s.ID(), labs.ErrNotUp)
+	}
+	return s.st, s.plan, nil
+}

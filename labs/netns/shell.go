@@ -1,0 +1,162 @@
+//go:build linux
+
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/cgroup"
+)
+
+// ShellPath is the learner's login shell.
+var ShellPath = "/bin/bash"
+
+// Shell starts `bash --login` on node for the learner, on a new pseudo-terminal.
+//
+// The shell runs as the sandbox's learner uid with only CAP_NET_ADMIN and
+// CAP_NET_RAW (ambient, and nothing else in its bounding set; no_new_privs),
+// in the node's network namespace, in the node's cgroup (so the sandbox's pids
+// limit contains a fork bomb), with the node's name as hostname (the prompt
+// reads learner@node1:~$), in a new PID namespace (kernel lookups by pid,
+// such as `ip link set X netns 1`, reach only the shell's own processes) and a
+// private mount namespace: /home/learner and /tmp are the sandbox's, /sys shows
+// the node's interfaces, and /run/netns, /run/commlab and the data directory
+// are covered by empty read-only mounts. Closing the terminal, ctx ending, or
+// the sandbox going down ends the shell and everything it started.
+func (s *Sandbox) Shell(ctx context.Context, node string, size labs.WinSize) (labs.Terminal, error) {
+	st, _, err := s.up()
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cgroup.Open(info.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	if size.Rows == 0 || size.Cols == 0 {
+		size = labs.WinSize{Rows: 24, Cols: 80}
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("open pty: %w", err)
+	}
+	defer tty.Close()
+	uid := int(st.LearnerUID)
+	// Programs that reopen their terminal by name (e.g. less, ssh) need to own it.
+	if err := os.Chown(tty.Name(), uid, uid); err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("chown %s: %w", tty.Name(), err)
+	}
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: size.Rows, Cols: size.Cols}); err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("size pty: %w", err)
+	}
+
+	c := exec.Command(ShellPath, "--login")
+	c.Env = []string{
+		nodePath, "HOME=/home/learner", "USER=learner", "LOGNAME=learner", "SHELL=" + ShellPath,
+		"TERM=xterm-256color", "LANG=C.UTF-8", "COMMLAB_SANDBOX=" + s.ID(), "COMMLAB_NODE=" + node,
+	}
+	c.Dir = "/home/learner"
+	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.SysProcAttr = &syscall.SysProcAttr{
+		Setsid: true, Setctty: true, Ctty: 0,
+		Credential:  &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
+		AmbientCaps: learnerCaps,
+		Cloneflags:  unix.CLONE_NEWPID,
+	}
+	run := sandboxRunDir(s.ID())
+	sp := spawnSpec{
+		netns: info.NetNSPath, hostname: node, group: g, learner: true,
+		binds: [][2]string{
+			{filepath.Join(run, "home"), "/home"},
+			{filepath.Join(run, "tmp"), "/tmp"},
+			{filepath.Join(run, "tmp"), "/var/tmp"},
+		},
+		hide: hiddenFromLearners(st.DataDir),
+	}
+	if err := spawn(c, sp, c.Start); err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("shell on %s/%s: %w", s.ID(), node, err)
+	}
+	t := &terminal{pty: ptmx, cmd: c, done: make(chan struct{})}
+	go func() {
+		t.waitErr = c.Wait()
+		close(t.done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			t.Close()
+		case <-t.done:
+		case <-s.done:
+			t.Close()
+		}
+	}()
+	return t, nil
+}
+
+// terminal is a learner shell on a pty; it implements labs.Terminal.
+type terminal struct {
+	pty     *os.File
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+}
+
+var _ labs.Terminal = (*terminal)(nil)
+
+// Read returns terminal output; io.EOF once the shell is gone.
+func (t *terminal) Read(p []byte) (int, error) {
+	n, err := t.pty.Read(p)
+	if err != nil && (errors.Is(err, syscall.EIO) || errors.Is(err, os.ErrClosed)) {
+		// Linux reports a pty whose other side is closed as EIO.
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Write sends keystrokes.
+func (t *terminal) Write(p []byte) (int, error) { return t.pty.Write(p) }
+
+// Resize sets the terminal size (the shell gets SIGWINCH).
+func (t *terminal) Resize(rows, cols uint16) error {
+	return pty.Setsize(t.pty, &pty.Winsize{Rows: rows, Cols: cols})
+}
+
+// Wait returns once the shell has exited.
+func (t *terminal) Wait() error {
+	<-t.done
+	return t.waitErr
+}
+
+// Close ends the shell: it is PID 1 of its own PID namespace, so killing it
+// kills everything it started. It waits up to 5 seconds for the shell to go.
+func (t *terminal) Close() error {
+	t.once.Do(func() {
+		_ = t.cmd.Process.Kill()
+		select {
+		case <-t.done:
+		case <-time.After(5 * time.Second):
+		}
+		t.pty.Close()
+	})
+	return nil
+}

@@ -1,0 +1,171 @@
+package injector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+var (
+	cgModeOnce sync.Once
+	cgModeVal  string
+)
+
+func cgMode() string {
+	cgModeOnce.Do(func() { cgModeVal = cgroupMode() })
+	return cgModeVal
+}
+
+// cgroupPath is the directory of cgroup cg for controller ctrl ("" on v2).
+func cgroupPath(ctrl, cg string) string {
+	if cgMode() == "v2" {
+		return filepath.Join(cgroupRoot, cg)
+	}
+	return filepath.Join(cgroupRoot, ctrl, cg)
+}
+
+// cgroupAddProc moves pid into cg in every hierarchy where cg exists.
+func cgroupAddProc(cg string, pid int) error {
+	if err := validCgroup(cg); err != nil {
+		return err
+	}
+	dirs := []string{filepath.Join(cgroupRoot, cg)}
+	if cgMode() != "v2" {
+		dirs = nil
+		for _, c := range []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"} {
+			dirs = append(dirs, filepath.Join(cgroupRoot, c, cg))
+		}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(fmt.Sprint(pid)), 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("move %d into %s: %w", pid, d, err)
+		}
+	}
+	return nil
+}
+
+// cgFile is one cgroup control file a fault changes.
+type cgFile struct {
+	Path  string `json:"path"`
+	Prior string `json:"prior"`
+	Value string `json:"value"`
+}
+
+// safeCgroupFile refuses paths outside commlab's cgroups (a damaged journal must
+// not make the revert write elsewhere).
+func safeCgroupFile(p string) error {
+	if filepath.Clean(p) != p || !strings.HasPrefix(p, cgroupRoot+"/") || !strings.Contains(p, "/commlab/") || strings.Contains(p, "..") {
+		return fmt.Errorf("refusing cgroup file %q: not under a commlab/ cgroup", p)
+	}
+	return nil
+}
+
+func readCgroupFile(p string) (string, error) {
+	if err := safeCgroupFile(p); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", p, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func writeCgroupFile(p, v string) error {
+	if err := safeCgroupFile(p); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, []byte(v), 0); err != nil {
+		return fmt.Errorf("write %q to %s: %w", v, p, err)
+	}
+	return nil
+}
+
+// cgroupUndo writes back the prior value of each changed file, last first.
+type cgroupUndo struct {
+	Cgroup string   `json:"cgroup"`
+	BootID string   `json:"boot_id"`
+	Files  []cgFile `json:"files"`
+}
+
+// Revert implements Undo. A cgroup that is gone (or from another boot) is fine.
+func (u *cgroupUndo) Revert(ctx context.Context) error {
+	if !sameBoot(u.BootID) {
+		return nil
+	}
+	for i := len(u.Files) - 1; i >= 0; i-- {
+		f := u.Files[i]
+		if err := safeCgroupFile(f.Path); err != nil {
+			return err
+		}
+		if _, err := os.Stat(f.Path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		cur, err := readCgroupFile(f.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		if cur == f.Prior {
+			continue
+		}
+		if err := writeCgroupFile(f.Path, f.Prior); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// applyCgroupFiles journals the prior values of files, then writes the new ones
+// and reads them back.
+func applyCgroupFiles(t Target, op *Op, files []cgFile) (Undo, error) {
+	u := &cgroupUndo{Cgroup: t.Cgroup, BootID: bootID()}
+	for _, f := range files {
+		prior, err := readCgroupFile(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", t.Cgroup, err)
+		}
+		f.Prior = prior
+		u.Files = append(u.Files, f)
+	}
+	if err := op.Record(u); err != nil {
+		return nil, err
+	}
+	for _, f := range u.Files {
+		if err := writeCgroupFile(f.Path, f.Value); err != nil {
+			return u, err
+		}
+	}
+	return u, nil
+}
+
+// needCgroup checks that t names an existing workload cgroup.
+func needCgroup(t Target, ctrl string) (string, error) {
+	if t.Cgroup == "" {
+		return "", invalid("node %s has no workload cgroup (the lab must set the target's cgroup, under commlab/)", t)
+	}
+	if err := validCgroup(t.Cgroup); err != nil {
+		return "", err
+	}
+	if cgMode() == "" {
+		return "", fmt.Errorf("%w: no cgroup hierarchy is mounted", ErrUnsupported)
+	}
+	dir := cgroupPath(ctrl, t.Cgroup)
+	if _, err := os.Stat(dir); err != nil {
+		return "", invalid("node %s: cgroup %s does not exist (%v)", t, dir, err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,21 @@
+// Package injector breaks a lab environment on purpose and puts it back.
+//
+// Each fault kind (nic-rate, loss, roce-drop, env-force, ...) is a typed parameter
+// struct implementing [Fault]: it validates its parameters, applies the fault to a
+// [Target] (a node of a sandbox: a cl- network namespace, its cgroup, its /etc) and
+// returns an [Undo] that is idempotent and also works after a partial apply. Kinds
+// are collected in a [Registry] that the caller builds explicitly.
+//
+// An [Injector] owns the crash safety: before a fault touches the host its undo is
+// appended to a journal and fsynced; a fault leaves the journal only after its
+// revert succeeded. Every fault has a deadline enforced by [Injector.Watch] and at
+// start-up by [Injector.Sweep], which reverts journaled faults; revert treats
+// "already gone" as success. Everything the injector creates carries commlab's
+// name: interfaces cl-..., nftables tables commlab-<sandbox>, tc handle c1:,
+// routes with protocol 193, files tagged with the fault id. Only argv exec and
+// netlink are used, never a shell, and every name is validated first.
+//
+// [Probe] reports what the running kernel supports (this project's CI kernel has
+// tbf, htb, ifb and nftables but no sch_netem), so that a lab needing a missing
+// feature says so up front.
+package injector

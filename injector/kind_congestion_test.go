@@ -1,0 +1,44 @@
+package injector
+
+import (
+	"testing"
+	"time"
+)
+
+// TestCongestionRoundTrip: two UDP senders at 100 Mbit/s each converge on n1,
+// whose switch port is a 100 Mbit/s bottleneck; a victim TCP flow from n4 is
+// crushed while the fault is active. (TCP senders compete too, but share fairly,
+// which on a loaded test machine makes the effect vary.)
+func TestCongestionRoundTrip(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2", "n3", "n4")
+	in := newInjector(t)
+	// The switch port facing n1 (veth cl-n1-1 in the fabric) runs at 100 Mbit/s.
+	if out, err := runIn("cl-"+l.sandbox+"-fab", "tc", "qdisc", "add", "dev", "cl-n1-1", "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "20ms"); err != nil {
+		t.Fatalf("shape the switch port: %v: %s", err, out)
+	}
+	victim := func() float64 {
+		return jnum(t, l.iperf3(t, "n1", "n4", "-t", "2", "-O", "1"), "end", "sum_received", "bits_per_second") / 1e6
+	}
+	t0 := time.Now()
+	alone := victim()
+	t.Logf("victim alone %.0f Mbit/s in %s", alone, time.Since(t0))
+	f := mustParse(t, in, "congestion", map[string]string{"nic": "rdma0", "senders": "n2,n3", "rate": "100mbit", "proto": "udp"})
+	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
+		if p := taggedAll(); len(p) != 4 {
+			t.Errorf("want 2 iperf3 servers and 2 clients, found tagged processes %v", p)
+		}
+		mustContain(t, "ss -tn", l.run(t, "n1", "ss", "-tn"), l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")
+		t0 := time.Now()
+		got := victim()
+		t.Logf("victim congested %.0f Mbit/s in %s", got, time.Since(t0))
+		if got > 0.4*alone {
+			t.Errorf("victim flow: %.0f Mbit/s alone, %.0f Mbit/s under congestion; want below 40%%", alone, got)
+		}
+	})
+}
+
+// runIn runs argv in a namespace by name.
+func runIn(ns string, argv ...string) (string, error) {
+	l := &testLab{}
+	return l.tryNS(ns, argv...)
+}

@@ -1,0 +1,207 @@
+package injector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Delay, Jitter and Corrupt need sch_netem, which not every kernel has (this
+// project's CI kernel lacks it). There is no honest substitute for delay, so
+// without netem they refuse with ErrUnsupported instead of approximating.
+
+// Delay adds latency (and optionally jitter) to what a NIC sends (netem, root c1:).
+type Delay struct {
+	NIC    string   `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
+	Delay  Duration `json:"delay" param:"delay,required" doc:"added one-way delay, 10us to 10s"`
+	Jitter Duration `json:"jitter" param:"jitter" doc:"random variation around the delay, at most the delay"`
+}
+
+// Jitter varies the latency of what a NIC sends around a base delay (netem).
+type Jitter struct {
+	NIC    string   `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
+	Jitter Duration `json:"jitter" param:"jitter,required" doc:"random variation of the delay, 10us to 10s"`
+	Delay  Duration `json:"delay" param:"delay" doc:"base delay (default: the jitter), at least the jitter"`
+}
+
+// Corrupt flips a random bit in a share of the packets a NIC sends (netem).
+type Corrupt struct {
+	NIC     string  `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
+	Percent Percent `json:"percent" param:"percent,required" doc:"share of packets corrupted, 0.01% to 100%"`
+}
+
+var (
+	_ Fault = (*Delay)(nil)
+	_ Fault = (*Jitter)(nil)
+	_ Fault = (*Corrupt)(nil)
+)
+
+// DelayKind registers delay.
+func DelayKind() Kind {
+	return Kind{Name: "delay", Summary: "add latency to a NIC's packets (needs sch_netem)", Needs: []Feature{NeedNetem},
+		New: func() Fault { return &Delay{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
+}
+
+// JitterKind registers jitter.
+func JitterKind() Kind {
+	return Kind{Name: "jitter", Summary: "vary the latency of a NIC's packets (needs sch_netem)", Needs: []Feature{NeedNetem},
+		New: func() Fault { return &Jitter{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
+}
+
+// CorruptKind registers corrupt.
+func CorruptKind() Kind {
+	return Kind{Name: "corrupt", Summary: "corrupt a share of a NIC's packets (needs sch_netem)", Needs: []Feature{NeedNetem},
+		New: func() Fault { return &Corrupt{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
+}
+
+// Kind implements Fault.
+func (f *Delay) Kind() string { return "delay" }
+
+// Kind implements Fault.
+func (f *Jitter) Kind() string { return "jitter" }
+
+// Kind implements Fault.
+func (f *Corrupt) Kind() string { return "corrupt" }
+
+func checkDelay(what string, d Duration) error {
+	if v := time.Duration(d); v < 10*time.Microsecond || v > 10*time.Second {
+		return invalid("%s %s: want 10us to 10s", what, v)
+	}
+	return nil
+}
+
+// Validate implements Fault.
+func (f *Delay) Validate() error {
+	if err := ValidNIC(f.NIC); err != nil {
+		return err
+	}
+	if err := checkDelay("delay", f.Delay); err != nil {
+		return err
+	}
+	if f.Jitter > f.Delay {
+		return invalid("jitter %s: at most the delay %s", f.Jitter, f.Delay)
+	}
+	return nil
+}
+
+// Validate implements Fault.
+func (f *Jitter) Validate() error {
+	if err := ValidNIC(f.NIC); err != nil {
+		return err
+	}
+	if err := checkDelay("jitter", f.Jitter); err != nil {
+		return err
+	}
+	if f.Delay != 0 && f.Delay < f.Jitter {
+		return invalid("delay %s: at least the jitter %s", f.Delay, f.Jitter)
+	}
+	return nil
+}
+
+// Validate implements Fault.
+func (f *Corrupt) Validate() error {
+	if err := ValidNIC(f.NIC); err != nil {
+		return err
+	}
+	if f.Percent < 1 || f.Percent > 10000 {
+		return invalid("percent %s: want 0.01%% to 100%%", f.Percent)
+	}
+	return nil
+}
+
+func (f *Delay) nics() []string     { return []string{f.NIC} }
+func (f *Jitter) nics() []string    { return []string{f.NIC} }
+func (f *Corrupt) nics() []string   { return []string{f.NIC} }
+func (f *Delay) claims() []string   { return []string{"qdisc-root:" + f.NIC} }
+func (f *Jitter) claims() []string  { return []string{"qdisc-root:" + f.NIC} }
+func (f *Corrupt) claims() []string { return []string{"qdisc-root:" + f.NIC} }
+
+func (f *Jitter) base() Duration {
+	if f.Delay == 0 {
+		return f.Jitter
+	}
+	return f.Delay
+}
+
+func netemCommand(nic, args string) []string {
+	return []string{fmt.Sprintf("tc qdisc replace dev %s root handle c1: netem %s", nic, args)}
+}
+
+// Command implements Fault.
+func (f *Delay) Command(Target) []string {
+	args := "delay " + usec(f.Delay)
+	if f.Jitter > 0 {
+		args += " " + usec(f.Jitter)
+	}
+	return netemCommand(f.NIC, args)
+}
+
+// Command implements Fault.
+func (f *Jitter) Command(Target) []string {
+	return netemCommand(f.NIC, "delay "+usec(f.base())+" "+usec(f.Jitter))
+}
+
+// Command implements Fault.
+func (f *Corrupt) Command(Target) []string { return netemCommand(f.NIC, "corrupt "+f.Percent.String()) }
+
+func usec(d Duration) string { return fmt.Sprintf("%dus", time.Duration(d).Microseconds()) }
+
+// Apply implements Fault.
+func (f *Delay) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
+		Latency: uint32(time.Duration(f.Delay).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
+}
+
+// Apply implements Fault.
+func (f *Jitter) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
+		Latency: uint32(time.Duration(f.base()).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
+}
+
+// Apply implements Fault.
+func (f *Corrupt) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{CorruptProb: float32(f.Percent) / 100})
+}
+
+// applyNetem puts a netem qdisc at the root of nic (handle c1:); its undo is
+// nic-rate's, which deletes commlab's root qdisc.
+func applyNetem(ctx context.Context, t Target, op *Op, nic string, attrs netlink.NetemQdiscAttrs) (Undo, error) {
+	if !Probe(ctx).Netem {
+		return nil, Features{}.Has(NeedNetem)
+	}
+	h, err := netlinkAt(t)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	l, err := linkIn(h, t, nic)
+	if err != nil {
+		return nil, err
+	}
+	root, err := rootQdisc(h, l)
+	if err != nil {
+		return nil, err
+	}
+	if foreignRoot(root) {
+		return nil, fmt.Errorf("%w: %s already has a root qdisc %s %s that commlab did not add; refusing to replace it",
+			ErrConflict, nic, root.Type(), netlink.HandleStr(root.Attrs().Handle))
+	}
+	u := &nicRateUndo{Target: t, NIC: nic, Index: l.Attrs().Index, Egress: true, TxQLen: l.Attrs().TxQLen}
+	if err := op.Record(u); err != nil {
+		return nil, err
+	}
+	q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: ownQdisc}, attrs)
+	if err := h.QdiscReplace(q); err != nil {
+		return u, fmt.Errorf("add netem on %s: %w", nic, err)
+	}
+	got, err := rootQdisc(h, l)
+	if err != nil {
+		return u, err
+	}
+	if _, ok := got.(*netlink.Netem); !ok || got.Attrs().Handle != ownQdisc {
+		return u, fmt.Errorf("read back %s: root qdisc is %v, not commlab's netem", nic, got)
+	}
+	return u, ctx.Err()
+}

@@ -1,0 +1,232 @@
+package injector
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// NICFlap takes a NIC down and up again, period after period, until reverted or
+// until its deadline. A detached helper process drives it (journaled by pid and
+// tagged with the fault id), so the flapping neither dies with the process that
+// applied it nor outlives its revert; the revert stops the helper and sets the
+// NIC up, also when the helper was killed while the NIC was down.
+type NICFlap struct {
+	NIC    string   `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma1"`
+	Period Duration `json:"period" param:"period" doc:"length of one down+up cycle, 200ms to 1h"`
+	Duty   Percent  `json:"duty" param:"duty" doc:"share of each period the NIC is down, 1% to 99%"`
+}
+
+var _ Fault = (*NICFlap)(nil)
+
+// NICFlapKind registers nic-flap.
+func NICFlapKind() Kind {
+	return Kind{Name: "nic-flap", Summary: "take a NIC down and up periodically until reverted",
+		New: func() Fault {
+			return &NICFlap{Period: Duration(10 * time.Second), Duty: 5000}
+		}, NewUndo: func() Undo { return &linkStateUndo{} }}
+}
+
+// Kind implements Fault.
+func (f *NICFlap) Kind() string { return "nic-flap" }
+
+// Validate implements Fault.
+func (f *NICFlap) Validate() error {
+	if err := ValidNIC(f.NIC); err != nil {
+		return err
+	}
+	if p := time.Duration(f.Period); p < 200*time.Millisecond || p > time.Hour {
+		return invalid("period %s: want 200ms to 1h", p)
+	}
+	if f.Duty < 100 || f.Duty > 9900 {
+		return invalid("duty %s: want 1%% to 99%%", f.Duty)
+	}
+	return nil
+}
+
+func (f *NICFlap) nics() []string   { return []string{f.NIC} }
+func (f *NICFlap) claims() []string { return []string{"state:" + f.NIC} }
+
+func (f *NICFlap) phases() (down, up time.Duration) {
+	p := time.Duration(f.Period)
+	down = time.Duration(float64(p) * f.Duty.Fraction())
+	return down, p - down
+}
+
+// Command implements Fault.
+func (f *NICFlap) Command(Target) []string {
+	down, up := f.phases()
+	return []string{fmt.Sprintf("while :; do ip link set dev %s down; sleep %g; ip link set dev %s up; sleep %g; done",
+		f.NIC, down.Seconds(), f.NIC, up.Seconds())}
+}
+
+// Apply implements Fault.
+func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	if len(op.Helper) == 0 {
+		return nil, errors.New("nic-flap needs the helper process, and none is configured")
+	}
+	h, err := netlinkAt(t)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	l, err := linkIn(h, t, f.NIC)
+	if err != nil {
+		return nil, err
+	}
+	if up, _ := linkUp(h, f.NIC); !up {
+		return nil, invalid("%s on %s is down already; a flap needs it up", f.NIC, t)
+	}
+	u := &linkStateUndo{Target: t, NIC: f.NIC, Index: l.Attrs().Index, WasUp: true, FaultID: op.ID}
+	if err := op.Record(u); err != nil {
+		return nil, err
+	}
+	down, up := f.phases()
+	argv := append(append([]string(nil), op.Helper...), "flap",
+		"-netns", t.netnsName(), "-inode", strconv.FormatUint(t.NetNSInode, 10), "-boot", t.BootID,
+		"-nic", f.NIC, "-index", strconv.Itoa(u.Index),
+		"-down", down.String(), "-up", up.String(), "-deadline", strconv.FormatInt(op.Deadline.UnixNano(), 10))
+	p, err := spawn(op.ID, argv, helperEnv+"=1")
+	if err != nil {
+		return u, err
+	}
+	u.Driver = &p
+	if err := op.Record(u); err != nil {
+		return u, err
+	}
+	// Read back: the first phase takes the link down.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if up, err := linkUp(h, f.NIC); err == nil && !up {
+			return u, nil
+		}
+		if !p.alive() {
+			return u, fmt.Errorf("the flap helper exited at once (see %s)", argv[0])
+		}
+		if time.Now().After(deadline) {
+			return u, fmt.Errorf("read back %s: never went down within 2s", f.NIC)
+		}
+		select {
+		case <-ctx.Done():
+			return u, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// helperEnv tells a test binary to behave as the helper (see RunHelper).
+const helperEnv = "COMMLAB_INJECTOR_HELPER"
+
+// IsHelper reports whether this process was started as the injector's helper.
+func IsHelper() bool { return os.Getenv(helperEnv) == "1" }
+
+// RunHelper runs the helper process named by args[0] (only "flap") and returns an
+// exit code. The commlab binary calls it from its hidden injector-helper
+// subcommand; a test binary calls it from TestMain when IsHelper is true.
+func RunHelper(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "flap" {
+		fmt.Fprintln(stderr, "injector-helper: want: flap -netns NAME -nic NIC ...")
+		return 2
+	}
+	fs := flag.NewFlagSet("flap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		nsName, boot, nic   string
+		inode               uint64
+		index               int
+		downFor, upFor      time.Duration
+		deadlineUnixNanosec int64
+	)
+	fs.StringVar(&nsName, "netns", "", "namespace")
+	fs.Uint64Var(&inode, "inode", 0, "namespace inode")
+	fs.StringVar(&boot, "boot", "", "boot id")
+	fs.StringVar(&nic, "nic", "", "NIC")
+	fs.IntVar(&index, "index", 0, "NIC ifindex")
+	fs.DurationVar(&downFor, "down", time.Second, "down time per period")
+	fs.DurationVar(&upFor, "up", time.Second, "up time per period")
+	fs.Int64Var(&deadlineUnixNanosec, "deadline", 0, "deadline, unix ns")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if err := ValidNIC(nic); err != nil || validNetNS(nsName) != nil || downFor <= 0 || upFor <= 0 {
+		fmt.Fprintln(stderr, "injector-helper flap: bad arguments")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(ctx, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	defer stop()
+	ctx, cancel := context.WithDeadline(ctx, time.Unix(0, deadlineUnixNanosec))
+	defer cancel()
+	t := Target{NetNS: nsName, NetNSInode: inode, BootID: boot}
+	if err := flap(ctx, t, nic, index, downFor, upFor); err != nil {
+		fmt.Fprintln(stderr, "injector-helper flap:", err)
+		return 1
+	}
+	return 0
+}
+
+// flap toggles the NIC until ctx ends, then leaves it up.
+func flap(ctx context.Context, t Target, nic string, index int, downFor, upFor time.Duration) error {
+	h, err := netlinkAt(t)
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	set := func(up bool) error {
+		l, err := h.LinkByName(nic)
+		if err != nil {
+			return err
+		}
+		if l.Attrs().Index != index {
+			return errGone
+		}
+		if up {
+			return h.LinkSetUp(l)
+		}
+		return h.LinkSetDown(l)
+	}
+	defer set(true) //nolint:errcheck // best effort; the revert sets it up too
+	for {
+		if err := set(false); err != nil {
+			return ignoreGone(err)
+		}
+		if !sleepCtx(ctx, downFor) {
+			return nil
+		}
+		if err := set(true); err != nil {
+			return ignoreGone(err)
+		}
+		if !sleepCtx(ctx, upFor) {
+			return nil
+		}
+	}
+}
+
+func ignoreGone(err error) error {
+	if isGone(err) {
+		return nil
+	}
+	return err
+}
+
+// sleepCtx sleeps d unless ctx ends first; it reports whether it slept fully.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,61 @@
+package injector
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// roceV2Port is RoCEv2's UDP destination port; every RoCEv2 packet, request or
+// response, is sent to it (the source port is a flow hash).
+const roceV2Port = 4791
+
+// RoCEDrop drops a share of the RoCEv2 packets (UDP destination port 4791) on a
+// NIC. It only reaches traffic that passes the kernel's stack (soft-RoCE, the
+// emulated transport of the netns labs); hardware RoCE bypasses netfilter.
+type RoCEDrop struct {
+	NIC       string    `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
+	Percent   Percent   `json:"percent" param:"percent" doc:"share of RoCE packets dropped, 0.01% to 100% (default 100%)"`
+	Direction Direction `json:"direction" param:"direction" doc:"in, out or both (default)"`
+}
+
+var _ Fault = (*RoCEDrop)(nil)
+
+// RoCEDropKind registers roce-drop.
+func RoCEDropKind() Kind {
+	return Kind{Name: "roce-drop", Summary: "drop a share of RoCEv2 packets (UDP 4791) on a NIC",
+		Needs: []Feature{NeedNftables},
+		New:   func() Fault { return &RoCEDrop{Percent: 10000, Direction: DirBoth} }, NewUndo: func() Undo { return &nftUndo{} }}
+}
+
+// Kind implements Fault.
+func (f *RoCEDrop) Kind() string { return "roce-drop" }
+
+// Validate implements Fault.
+func (f *RoCEDrop) Validate() error {
+	if err := ValidNIC(f.NIC); err != nil {
+		return err
+	}
+	if f.Percent < 1 || f.Percent > 10000 {
+		return invalid("percent %s: want 0.01%% to 100%%", f.Percent)
+	}
+	if !f.Direction.valid() {
+		return invalid("direction %q: want in, out or both", f.Direction)
+	}
+	return nil
+}
+
+func (f *RoCEDrop) nics() []string { return []string{f.NIC} }
+
+// Command implements Fault.
+func (f *RoCEDrop) Command(t Target) []string {
+	return netdevCommands(t, f.NIC, f.Direction, fmt.Sprintf("udp dport %d ", roceV2Port), uint32(f.Percent))
+}
+
+// Apply implements Fault.
+func (f *RoCEDrop) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	match := matchL4(unix.IPPROTO_UDP, PortRange{roceV2Port, roceV2Port})
+	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, match, uint32(f.Percent),
+		fmt.Sprintf("commlab %s: roce-drop %s", op.ID, f.Percent))
+}

@@ -1,0 +1,487 @@
+package injector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// This file builds scratch sandboxes for the tests, shaped like labs/netns: node
+// namespaces cl-<sandbox>-<node> with eth0 (management, 198.18.0.0/24) and rdma0
+// (data rail, 198.18.1.0/24), both wired to bridges in a fabric namespace
+// cl-<sandbox>-fab, and a workload cgroup commlab/<sandbox>/<node>.
+
+func TestMain(m *testing.M) {
+	if IsHelper() {
+		os.Exit(RunHelper(context.Background(), os.Args[1:], os.Stderr))
+	}
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, tc, nftables, cgroups)")
+	}
+}
+
+type testLab struct {
+	sandbox string
+	nodes   []string
+	etc     string // parent of each node's etc dir
+	mtu     int
+}
+
+func (l *testLab) target(node string) Target {
+	return Target{Sandbox: l.sandbox, Node: node, Cgroup: "commlab/" + l.sandbox + "/" + node,
+		EtcDir: filepath.Join(l.etc, node, "etc")}
+}
+
+func (l *testLab) ns(node string) string { return "cl-" + l.sandbox + "-" + node }
+
+func (l *testLab) ip(node string, i int) string {
+	return fmt.Sprintf("198.18.%d.%d", i, 10+l.index(node))
+}
+
+func (l *testLab) index(node string) int {
+	for i, n := range l.nodes {
+		if n == node {
+			return i
+		}
+	}
+	return -1
+}
+
+// newLab builds a sandbox with the given nodes; rdma0 gets the given MTU.
+func newLab(t testing.TB, mtu int, nodes ...string) *testLab {
+	t.Helper()
+	needRoot(t)
+	l := &testLab{sandbox: "t" + randHex(3), nodes: nodes, etc: t.TempDir(), mtu: mtu}
+	t.Cleanup(func() { l.destroy(t) })
+	fab := "cl-" + l.sandbox + "-fab"
+	fns, err := newNamedNS(fab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fns.Close()
+	fh, err := netlink.NewHandleAt(fns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var brs []netlink.Link
+	for _, name := range []string{"cl-brm", "cl-brd"} {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: max(mtu, 1500)}}
+		if err := fh.LinkAdd(br); err != nil {
+			t.Fatalf("add bridge %s: %v", name, err)
+		}
+		b, _ := fh.LinkByName(name)
+		if err := fh.LinkSetUp(b); err != nil {
+			t.Fatal(err)
+		}
+		brs = append(brs, b)
+	}
+	for i, n := range nodes {
+		ns, err := newNamedNS(l.ns(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nh, err := netlink.NewHandleAt(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, _ := nh.LinkByName("lo")
+		nh.LinkSetUp(lo)
+		for j, nic := range []string{"eth0", "rdma0"} {
+			m := 1500
+			if nic == "rdma0" {
+				m = mtu
+			}
+			peer := fmt.Sprintf("cl-%s-%d", n, j)
+			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: peer, MTU: m, MasterIndex: brs[j].Attrs().Index},
+				PeerName: nic, PeerNamespace: netlink.NsFd(ns), PeerMTU: uint32(m)}
+			if err := fh.LinkAdd(v); err != nil {
+				t.Fatalf("add veth %s: %v", peer, err)
+			}
+			p, _ := fh.LinkByName(peer)
+			fh.LinkSetUp(p)
+			nl, err := nh.LinkByName(nic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr, _ := netlink.ParseAddr(fmt.Sprintf("198.18.%d.%d/24", j, 10+i))
+			if err := nh.AddrAdd(nl, addr); err != nil {
+				t.Fatal(err)
+			}
+			nh.LinkSetUp(nl)
+		}
+		nh.Close()
+		ns.Close()
+		l.makeCgroup(t, n)
+	}
+	return l
+}
+
+var cgControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}
+
+func (l *testLab) makeCgroup(t testing.TB, node string) {
+	if cgMode() == "v2" {
+		if err := os.MkdirAll(filepath.Join(cgroupRoot, "commlab", l.sandbox, node), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for _, c := range cgControllers {
+		parent := filepath.Join(cgroupRoot, c)
+		for _, seg := range []string{"commlab", l.sandbox, node} {
+			dir := filepath.Join(parent, seg)
+			if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+				t.Fatalf("cgroup %s: %v", dir, err)
+			}
+			if c == "cpuset" { // a v1 cpuset takes no task until it has cpus and mems
+				for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+					if b, _ := os.ReadFile(filepath.Join(dir, f)); strings.TrimSpace(string(b)) == "" {
+						v, _ := os.ReadFile(filepath.Join(parent, f))
+						os.WriteFile(filepath.Join(dir, f), v, 0)
+					}
+				}
+			}
+			parent = dir
+		}
+	}
+}
+
+func (l *testLab) destroy(t testing.TB) {
+	// Kill what still runs in the nodes' cgroups, then remove them bottom-up.
+	var dirs []string
+	for _, n := range l.nodes {
+		dirs = append(dirs, l.cgroupDirs(n)...)
+	}
+	for _, dir := range dirs {
+		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					syscallKill(pid)
+				}
+			}
+		}
+	}
+	rmdir := func(d string) {
+		for range 100 {
+			if err := os.Remove(d); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Errorf("cgroup %s left behind", d)
+	}
+	for _, d := range dirs {
+		rmdir(d)
+	}
+	for _, d := range dirs {
+		rmdir(filepath.Dir(d))                   // commlab/<sandbox>
+		os.Remove(filepath.Dir(filepath.Dir(d))) // commlab/ itself, when nobody else uses it
+	}
+	for _, n := range l.nodes {
+		deleteNamedNS(l.ns(n))
+		os.Remove(filepath.Join(mntnsDir, l.ns(n)))
+	}
+	os.RemoveAll(filepath.Join(runDir, "nodes", l.sandbox))
+	deleteNamedNS("cl-" + l.sandbox + "-fab")
+}
+
+func (l *testLab) cgroupDirs(node string) []string {
+	if cgMode() == "v2" {
+		return []string{filepath.Join(cgroupRoot, "commlab", l.sandbox, node)}
+	}
+	var out []string
+	for _, c := range cgControllers {
+		out = append(out, filepath.Join(cgroupRoot, c, "commlab", l.sandbox, node))
+	}
+	return out
+}
+
+// run runs argv inside node's namespace (ip netns exec) and returns its output.
+func (l *testLab) run(t testing.TB, node string, argv ...string) string {
+	t.Helper()
+	out, err := l.try(node, argv...)
+	if err != nil {
+		t.Fatalf("%s: %s: %v\n%s", node, strings.Join(argv, " "), err, out)
+	}
+	return out
+}
+
+func (l *testLab) try(node string, argv ...string) (string, error) {
+	return l.tryNS(l.ns(node), argv...)
+}
+
+func (l *testLab) tryNS(ns string, argv ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// iperf3 runs an iperf3 test from client node to server node's address on nic
+// rdma0 and returns iperf3's JSON report.
+func (l *testLab) iperf3(t testing.TB, server, client string, args ...string) map[string]any {
+	t.Helper()
+	return l.iperf3Port(t, server, client, strconv.Itoa(5600+int(randByte())), args...)
+}
+
+// iperf3Port is iperf3 on a given port.
+func (l *testLab) iperf3Port(t testing.TB, server, client, port string, args ...string) map[string]any {
+	t.Helper()
+	out, err := l.iperf3Try(t, server, client, port, args...)
+	if err != nil {
+		t.Fatalf("iperf3: %v\n%s", err, out)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("iperf3 output: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// iperf3Try runs iperf3 and returns its JSON output and error.
+func (l *testLab) iperf3Try(t testing.TB, server, client, port string, args ...string) (string, error) {
+	t.Helper()
+	srv := exec.Command("ip", "netns", "exec", l.ns(server), "iperf3", "-s", "-1", "-p", port, "-B", l.ip(server, 1))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	if err := waitListen(context.Background(), Proc{PID: srv.Process.Pid, Start: procStart(srv.Process.Pid)}, mustAtoi(port), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.try(client, append([]string{"iperf3", "-J", "-c", l.ip(server, 1), "-p", port}, args...)...)
+	var rep struct{ Error string }
+	if err == nil && json.Unmarshal([]byte(out), &rep) == nil && rep.Error != "" {
+		err = fmt.Errorf("iperf3: %s", rep.Error)
+	}
+	return out, err
+}
+
+func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+func randByte() byte { b := randHex(1); n, _ := strconv.ParseUint(b, 16, 8); return byte(n) }
+
+// jnum digs a number out of iperf3's JSON by path.
+func jnum(t testing.TB, v any, path ...string) float64 {
+	t.Helper()
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("iperf3 JSON: no object on the way to %s (path %v)", p, path)
+		}
+		v = m[p]
+	}
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("iperf3 JSON: %v is not a number at %v", v, path)
+	}
+	return f
+}
+
+// newInjector opens an injector on a fresh data dir with every builtin kind.
+func newInjector(t testing.TB) *Injector {
+	t.Helper()
+	reg, err := NewRegistry(Builtin()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	in, err := Open(Options{DataDir: t.TempDir(), Registry: reg, Helper: []string{exe}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := in.Sweep(context.Background()); err != nil {
+			t.Errorf("final sweep: %v", err)
+		}
+	})
+	return in
+}
+
+// mustParse builds a fault from text parameters.
+func mustParse(t testing.TB, in *Injector, kind string, params map[string]string) Fault {
+	t.Helper()
+	f, err := in.Registry().Parse(kind, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func syscallKill(pid int) { _ = unix.Kill(pid, unix.SIGKILL) }
+
+// snapshot is everything of node a fault could change, as a learner's tools
+// print it; a revert must bring it back exactly.
+func (l *testLab) snapshot(t testing.TB, node string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, argv := range [][]string{
+		{"ip", "-o", "link", "show"},
+		{"tc", "qdisc", "show"},
+		{"nft", "list", "ruleset"},
+		{"ip", "-4", "route", "show", "table", "all"},
+	} {
+		out := l.run(t, node, argv...)
+		if argv[1] == "-o" { // drop the carrier bits that settle asynchronously after a link comes up
+			out = strings.NewReplacer(",LOWER_UP", "", "state UP", "state X", "state LOWERLAYERDOWN", "state X", "state DOWN", "state X").Replace(out)
+		}
+		fmt.Fprintf(&b, "$ %s\n%s", strings.Join(argv, " "), out)
+	}
+	tg := l.target(node)
+	for _, f := range []struct{ ctrl, file string }{{"cpu", "cpu.cfs_quota_us"}, {"cpu", "cpu.max"}, {"cpuset", "cpuset.cpus"}, {"memory", "memory.limit_in_bytes"}, {"memory", "memory.max"}} {
+		if v, err := os.ReadFile(filepath.Join(cgroupPath(f.ctrl, tg.Cgroup), f.file)); err == nil {
+			fmt.Fprintf(&b, "%s=%s", f.file, v)
+		}
+	}
+	filepath.Walk(filepath.Join(l.etc, node), func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			fmt.Fprintf(&b, "file %s\n", p)
+		}
+		return nil
+	})
+	if _, ok := ShmNamespace(tg); ok {
+		b.WriteString("mount namespace present\n")
+	}
+	return b.String()
+}
+
+// taggedAll lists every process tagged by any fault.
+func taggedAll() []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && strings.Contains(string(env), tagEnv+"=") && procStart(mustAtoi(e.Name())) != 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// assertSame fails, showing both, when the node differs from its baseline.
+func assertSame(t testing.TB, what, want, got string) {
+	t.Helper()
+	if want != got {
+		t.Fatalf("%s: node differs from its baseline.\n--- baseline:\n%s\n--- now:\n%s", what, want, got)
+	}
+}
+
+func bindMount(src, dst string) error { return unix.Mount(src, dst, "", unix.MS_BIND, "") }
+
+// txPackets reads the TX packet counters of node's NICs (as ip -s link shows them).
+func (l *testLab) txPackets(t testing.TB, node string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, nic := range []string{"eth0", "rdma0"} {
+		s := l.run(t, node, "cat", "/sys/class/net/"+nic+"/statistics/tx_packets")
+		out[nic] = mustAtoi(strings.TrimSpace(s))
+	}
+	return out
+}
+
+// inNS runs fn on a thread that has entered node's namespace; sockets fn opens
+// stay in that namespace. The thread is discarded if it cannot return.
+func (l *testLab) inNS(node string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromPath(filepath.Join(netnsDir, l.ns(node)))
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			errc <- err
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			errc <- err
+			return // stay locked: the runtime drops this thread
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// udpCount sends n datagrams of 200 bytes from node from to node to's rdma0
+// address on port, paced, and returns how many arrived.
+func (l *testLab) udpCount(t testing.TB, from, to string, port, n int) int {
+	t.Helper()
+	var rx *net.UDPConn
+	if err := l.inNS(to, func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	rx.SetReadBuffer(8 << 20)
+	var tx *net.UDPConn
+	if err := l.inNS(from, func() (err error) {
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	got := make(chan int)
+	go func() {
+		buf := make([]byte, 2048)
+		c := 0
+		for {
+			rx.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			if _, err := rx.Read(buf); err != nil {
+				got <- c
+				return
+			}
+			c++
+		}
+	}()
+	msg := make([]byte, 200)
+	for i := range n {
+		if _, err := tx.Write(msg); err != nil {
+			t.Fatalf("send datagram %d: %v", i, err)
+		}
+		if i%50 == 49 {
+			time.Sleep(200 * time.Microsecond) // about 100k datagrams/s at most
+		}
+	}
+	return <-got
+}

@@ -1,0 +1,91 @@
+package injector
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Sentinel errors; test them with errors.Is.
+var (
+	// ErrInvalid marks bad input: an unknown kind, a parameter out of range, a bad name.
+	// Nothing was applied and nothing was journaled.
+	ErrInvalid = errors.New("invalid fault")
+	// ErrUnsupported marks a fault this host cannot apply (e.g. delay without sch_netem).
+	ErrUnsupported = errors.New("not supported on this host")
+	// ErrNotFound marks an unknown fault id or an object missing from the target.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict marks a fault that would touch what an active fault already owns.
+	ErrConflict = errors.New("conflicts with an active fault")
+)
+
+var (
+	reSandbox = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	reNode    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	reNetNS   = regexp.MustCompile(`^cl-[a-z0-9][a-z0-9._-]{0,60}$`)
+	reIfName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
+	reFaultID = regexp.MustCompile(`^f[0-9a-f]{8}$`)
+	reFile    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+	reCgSeg   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+)
+
+// invalid returns an ErrInvalid error naming what and where.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+func checkName(what, v string, re *regexp.Regexp, want string) error {
+	if !re.MatchString(v) {
+		return invalid("%s %q: want %s", what, v, want)
+	}
+	return nil
+}
+
+// ValidSandbox checks a sandbox id: lowercase letters, digits and '-', at most 32.
+func ValidSandbox(s string) error {
+	return checkName("sandbox", s, reSandbox, "lowercase letters, digits and '-' (at most 32, starting with a letter or digit)")
+}
+
+// ValidNode checks a node name: lowercase letters, digits and '-', at most 32.
+func ValidNode(s string) error {
+	return checkName("node", s, reNode, "lowercase letters, digits and '-' (at most 32, starting with a letter or digit)")
+}
+
+// ValidNIC checks an interface name (syntax only; Apply also checks it exists in the target).
+func ValidNIC(s string) error {
+	if s == "lo" {
+		return invalid("nic %q: the loopback device is not a NIC", s)
+	}
+	return checkName("nic", s, reIfName, "an interface name of 1-15 letters, digits, '_', '.', '-'")
+}
+
+// ValidFaultID checks a fault id as printed by Apply (f + 8 hex digits).
+func ValidFaultID(s string) error {
+	return checkName("fault id", s, reFaultID, "f followed by 8 hex digits, as printed by inject")
+}
+
+func validNetNS(s string) error {
+	return checkName("netns", s, reNetNS, "a namespace named cl-... (commlab only touches its own namespaces)")
+}
+
+func validFile(what, s string) error {
+	if strings.Contains(s, "..") {
+		return invalid("%s %q: '..' is not allowed", what, s)
+	}
+	return checkName(what, s, reFile, "lowercase letters, digits, '_', '.', '-' (at most 64)")
+}
+
+// validCgroup checks a cgroup path relative to a hierarchy root: it must lie under commlab/.
+func validCgroup(p string) error {
+	segs := strings.Split(p, "/")
+	if len(segs) < 2 || segs[0] != "commlab" {
+		return invalid("cgroup %q: want a path under commlab/, e.g. commlab/<sandbox>/<node>", p)
+	}
+	for _, s := range segs {
+		if s == "." || s == ".." || !reCgSeg.MatchString(s) {
+			return invalid("cgroup %q: segment %q is not a plain name", p, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package injector
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+	"golang.org/x/sys/unix"
+)
+
+// nftTable is the table commlab owns in each node of a sandbox; every fault adds
+// its own chains, named after the fault id, and removes only those.
+func nftTable(sandbox string, fam nftables.TableFamily) *nftables.Table {
+	return &nftables.Table{Name: "commlab-" + sandbox, Family: fam}
+}
+
+// nftChain is one base chain a fault adds.
+type nftChain struct {
+	name   string
+	hook   *nftables.ChainHook
+	device string // netdev family only
+	rules  [][]expr.Any
+	// comment is attached to every rule, so `nft list ruleset` explains it.
+	comment string
+}
+
+// nftAdd adds chains to the sandbox's table of family fam in t's namespace, in one
+// transaction: either all of them exist afterwards or none.
+func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
+	return withHostLock("nft", func() error {
+		ns, err := openNS(t)
+		if err != nil {
+			return err
+		}
+		defer ns.Close()
+		c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+		if err != nil {
+			return fmt.Errorf("nftables in %s: %w", t.netnsName(), err)
+		}
+		tab := c.AddTable(nftTable(t.Sandbox, fam))
+		for _, ch := range chains {
+			policy := nftables.ChainPolicyAccept
+			chain := c.AddChain(&nftables.Chain{Name: ch.name, Table: tab, Type: nftables.ChainTypeFilter,
+				Hooknum: ch.hook, Priority: nftables.ChainPriorityFilter, Device: ch.device, Policy: &policy})
+			for _, r := range ch.rules {
+				var ud []byte
+				if ch.comment != "" {
+					ud = userdata.AppendString(nil, userdata.TypeComment, ch.comment)
+				}
+				c.AddRule(&nftables.Rule{Table: tab, Chain: chain, Exprs: r, UserData: ud})
+			}
+		}
+		if err := c.Flush(); err != nil {
+			return fmt.Errorf("add nftables chains to table %s in %s: %w", tab.Name, t.netnsName(), err)
+		}
+		return nil
+	})
+}
+
+// nftDel removes the named chains from the sandbox's table in t's namespace, and
+// the table once no chain is left. Missing chains, table or namespace are fine.
+func nftDel(t Target, fam nftables.TableFamily, names []string) error {
+	return withHostLock("nft", func() error {
+		ns, err := openNS(t)
+		if errors.Is(err, errGone) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer ns.Close()
+		c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+		if err != nil {
+			return fmt.Errorf("nftables in %s: %w", t.netnsName(), err)
+		}
+		tab := nftTable(t.Sandbox, fam)
+		chains, err := c.ListChainsOfTableFamily(fam)
+		if err != nil {
+			return fmt.Errorf("list nftables chains in %s: %w", t.netnsName(), err)
+		}
+		want := map[string]bool{}
+		for _, n := range names {
+			want[n] = true
+		}
+		left, deleted := 0, 0
+		for _, ch := range chains {
+			if ch.Table.Name != tab.Name {
+				continue
+			}
+			if want[ch.Name] {
+				c.DelChain(&nftables.Chain{Name: ch.Name, Table: tab})
+				deleted++
+			} else {
+				left++
+			}
+		}
+		tableExists := deleted > 0 || left > 0
+		if !tableExists {
+			tables, err := c.ListTablesOfFamily(fam)
+			if err != nil {
+				return fmt.Errorf("list nftables tables in %s: %w", t.netnsName(), err)
+			}
+			for _, tb := range tables {
+				tableExists = tableExists || tb.Name == tab.Name
+			}
+		}
+		if left == 0 && tableExists {
+			c.DelTable(tab)
+		}
+		if deleted == 0 && !(left == 0 && tableExists) {
+			return nil
+		}
+		if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("delete nftables chains %v of %s in %s: %w", names, tab.Name, t.netnsName(), err)
+		}
+		return nil
+	})
+}
+
+// randomBelow matches a fraction n/10000 of packets: numgen random mod 10000 < n,
+// then the tail expressions. n = 10000 matches everything (no numgen at all).
+func randomBelow(reg, n uint32, tail ...expr.Any) []expr.Any {
+	if n >= 10000 {
+		return tail
+	}
+	return append([]expr.Any{
+		&expr.Numgen{Register: reg, Modulus: 10000, Type: unix.NFT_NG_RANDOM},
+		// numgen yields host byte order; cmp compares bytes, so turn it big-endian first.
+		&expr.Byteorder{SourceRegister: reg, DestRegister: reg, Op: expr.ByteorderHton, Len: 4, Size: 4},
+		&expr.Cmp{Op: expr.CmpOpLt, Register: reg, Data: binaryutil.BigEndian.PutUint32(n)},
+	}, tail...)
+}
+
+// matchL4 matches an IPv4/IPv6 packet of protocol proto whose destination port
+// lies in ports.
+func matchL4(proto uint8, ports PortRange) []expr.Any {
+	out := []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+	}
+	lo, hi := make([]byte, 2), make([]byte, 2)
+	binary.BigEndian.PutUint16(lo, ports.Lo)
+	binary.BigEndian.PutUint16(hi, ports.Hi)
+	if ports.Lo == ports.Hi {
+		return append(out, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: lo})
+	}
+	return append(out, &expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: lo, ToData: hi})
+}
+
+// matchIfname matches the input (in) or output interface name.
+func matchIfname(in bool, name string) []expr.Any {
+	key := expr.MetaKeyOIFNAME
+	if in {
+		key = expr.MetaKeyIIFNAME
+	}
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return []expr.Any{&expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: b}}
+}
+
+// lostOnWire makes an outgoing frame vanish after it left the NIC, as on a lossy
+// cable: its destination MAC becomes the sender's own, which the receiver (or
+// the switch, which never sends a frame back out of its ingress port) discards.
+// A plain drop in the egress hook would be reported to the sending socket as
+// ENOBUFS, and ping or TCP would just resend the packet without ever seeing loss.
+func lostOnWire(mac []byte) []expr.Any {
+	return []expr.Any{
+		// The Ethernet check lets nft print the rewrite as "ether daddr set".
+		&expr.Meta{Key: expr.MetaKeyIIFTYPE, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint16(unix.ARPHRD_ETHER)},
+		&expr.Counter{},
+		&expr.Immediate{Register: 1, Data: append([]byte(nil), mac...)},
+		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 0, Len: 6},
+	}
+}
+
+func drop() []expr.Any {
+	return []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}
+}
+
+// withHostLock serializes fn with every commlab process on this host (flock on
+// /run/commlab/<name>.lock); used where check-then-act spans several syscalls.
+func withHostLock(name string, fn func() error) error {
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", runDir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(runDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s lock: %w", name, err)
+	}
+	defer f.Close()
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", name, err)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return fn()
+}

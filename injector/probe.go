@@ -1,0 +1,305 @@
+package injector
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Features is what this host offers to fault kinds, found by trying each one in a
+// scratch namespace (cl-probe-...) rather than by reading kernel configs.
+type Features struct {
+	TBF      bool `json:"tbf"`
+	HTB      bool `json:"htb"`
+	Netem    bool `json:"netem"`
+	IFB      bool `json:"ifb"`
+	Mirred   bool `json:"mirred"` // clsact + u32 + mirred redirect (ingress shaping)
+	Nftables bool `json:"nftables"`
+	// NftEgress is the netdev egress hook (kernel 5.16+), used for outbound loss.
+	NftEgress bool `json:"nft_egress"`
+	// Cgroup is "v1", "v2", "hybrid" (v1 controllers plus an empty v2 mount) or "".
+	Cgroup string `json:"cgroup"`
+	// Tools maps tool names (iperf3, unshare, nsenter, ip, mount) to their paths.
+	Tools map[string]string `json:"tools"`
+	// Notes explain each missing feature.
+	Notes map[string]string `json:"notes,omitempty"`
+}
+
+// Has reports whether need is available, as an ErrUnsupported error that says
+// what is missing and what to do.
+func (f Features) Has(need Feature) error {
+	miss := func(what string) error {
+		if n := f.Notes[string(need)]; n != "" {
+			what += " (" + n + ")"
+		}
+		return fmt.Errorf("%w: %s", ErrUnsupported, what)
+	}
+	switch need {
+	case NeedTBF:
+		if !f.TBF {
+			return miss("this kernel has no tbf qdisc (sch_tbf)")
+		}
+	case NeedNetem:
+		if !f.Netem {
+			return miss("this kernel has no sch_netem, so delay, jitter and corruption cannot be emulated here; the lab needs a host whose kernel has CONFIG_NET_SCH_NETEM")
+		}
+	case NeedIFB:
+		if !f.IFB || !f.Mirred {
+			return miss("this kernel cannot redirect ingress to an ifb device (ifb, clsact, u32, mirred)")
+		}
+	case NeedNftables:
+		if !f.Nftables {
+			return miss("nftables is not usable here")
+		}
+	case NeedIperf3:
+		if f.Tools["iperf3"] == "" {
+			return miss("iperf3 is not installed")
+		}
+	case NeedUnshare:
+		if f.Tools["unshare"] == "" || f.Tools["mount"] == "" {
+			return miss("unshare and mount (util-linux) are not installed")
+		}
+	case NeedCgroup:
+		if f.Cgroup == "" {
+			return miss("no cgroup hierarchy with cpu, cpuset and memory controllers is mounted")
+		}
+	default:
+		return fmt.Errorf("%w: unknown feature %q", ErrUnsupported, need)
+	}
+	return nil
+}
+
+// Missing lists the features that are absent, sorted.
+func (f Features) Missing() []string {
+	var out []string
+	for _, n := range []Feature{NeedTBF, NeedNetem, NeedIFB, NeedNftables, NeedIperf3, NeedUnshare, NeedCgroup} {
+		if f.Has(n) != nil {
+			out = append(out, string(n))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	probeOnce sync.Once
+	probed    Features
+)
+
+// Probe finds what this host supports. It runs once per process (about 50 ms,
+// root needed for the network part) and caches the answer.
+func Probe(ctx context.Context) Features {
+	probeOnce.Do(func() { probed = probe(ctx) })
+	return probed
+}
+
+func probe(ctx context.Context) Features {
+	f := Features{Tools: map[string]string{}, Notes: map[string]string{}}
+	for _, t := range []string{"iperf3", "unshare", "nsenter", "ip", "mount"} {
+		if p, err := lookTool(t); err == nil {
+			f.Tools[t] = p
+		}
+	}
+	f.Cgroup = cgroupMode()
+	removeStaleProbes()
+	// The name says which process made it, so one killed mid-probe can be cleaned up.
+	name := fmt.Sprintf("cl-probe-%d-%d", os.Getpid(), procStart(os.Getpid()))
+	ns, err := newNamedNS(name)
+	if err != nil {
+		note := fmt.Sprintf("could not create a scratch namespace: %v", err)
+		for _, k := range []Feature{NeedTBF, NeedNetem, NeedIFB, NeedNftables} {
+			f.Notes[string(k)] = note
+		}
+		return f
+	}
+	defer deleteNamedNS(name)
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		f.Notes[string(NeedTBF)] = err.Error()
+		return f
+	}
+	defer h.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "cl-p0"}, PeerName: "cl-p1"}
+	if err := h.LinkAdd(veth); err != nil {
+		f.Notes[string(NeedTBF)] = fmt.Sprintf("create veth: %v", err)
+		return f
+	}
+	link, err := h.LinkByName("cl-p0")
+	if err != nil {
+		return f
+	}
+	idx := link.Attrs().Index
+	root := netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)}
+	try := func(q netlink.Qdisc) error { return h.QdiscReplace(q) }
+	if err := try(&netlink.Tbf{QdiscAttrs: root, Rate: 125000, Limit: 10000, Buffer: netlink.Xmittime(125000, 3000)}); err == nil {
+		f.TBF = true
+	} else {
+		f.Notes[string(NeedTBF)] = err.Error()
+	}
+	if err := try(netlink.NewHtb(root)); err == nil {
+		f.HTB = true
+	}
+	if err := try(netlink.NewNetem(root, netlink.NetemQdiscAttrs{Latency: 1000})); err == nil {
+		f.Netem = true
+	} else {
+		f.Notes[string(NeedNetem)] = "sch_netem: " + err.Error()
+	}
+	if err := h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "cl-pifb"}}); err == nil {
+		f.IFB = true
+		if ifb, err := h.LinkByName("cl-pifb"); err == nil {
+			if err := addIngressRedirect(h, idx, ifb.Attrs().Index); err == nil {
+				f.Mirred = true
+			} else {
+				f.Notes[string(NeedIFB)] = err.Error()
+			}
+		}
+	} else {
+		f.Notes[string(NeedIFB)] = "ifb: " + err.Error()
+	}
+	if err := probeNft(ns); err != nil {
+		f.Notes[string(NeedNftables)] = err.Error()
+	} else {
+		f.Nftables = true
+		f.NftEgress = probeNftEgress(ns) == nil
+	}
+	_ = ctx
+	return f
+}
+
+func probeNft(ns netns.NsHandle) error {
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+	if err != nil {
+		return err
+	}
+	t := c.AddTable(&nftables.Table{Name: "commlab-probe", Family: nftables.TableFamilyNetdev})
+	ch := c.AddChain(&nftables.Chain{Name: "in", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookIngress, Priority: nftables.ChainPriorityFilter, Device: "cl-p0"})
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: randomBelow(1, 10000, &expr.Verdict{Kind: expr.VerdictDrop})})
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables netdev ingress with numgen: %w", err)
+	}
+	return nil
+}
+
+func probeNftEgress(ns netns.NsHandle) error {
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+	if err != nil {
+		return err
+	}
+	t := c.AddTable(&nftables.Table{Name: "commlab-probe", Family: nftables.TableFamilyNetdev})
+	c.AddChain(&nftables.Chain{Name: "out", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookEgress, Priority: nftables.ChainPriorityFilter, Device: "cl-p0"})
+	return c.Flush()
+}
+
+// removeStaleProbes deletes scratch namespaces of probes whose process is gone.
+func removeStaleProbes() {
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "cl-probe-")
+		if !ok {
+			continue
+		}
+		pid, start, _ := strings.Cut(rest, "-")
+		p, err1 := strconv.Atoi(pid)
+		st, err2 := strconv.ParseUint(start, 10, 64)
+		if err1 != nil || err2 != nil || (Proc{PID: p, Start: st}).alive() {
+			continue
+		}
+		_ = deleteNamedNS(e.Name())
+	}
+}
+
+// cgroupMode tells how cgroups are mounted.
+func cgroupMode() string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return "v2"
+	}
+	for _, c := range []string{"cpu", "cpuset", "memory"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
+			return ""
+		}
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
+		return "hybrid"
+	}
+	return "v1"
+}
+
+// newNamedNS creates a network namespace bound at /run/netns/name without moving
+// any other goroutine: the creating thread is locked and, if it cannot return to
+// its own namespace, it is left locked so the runtime discards it.
+func newNamedNS(name string) (netns.NsHandle, error) {
+	if err := validNetNS(name); err != nil {
+		return netns.None(), err
+	}
+	type result struct {
+		ns  netns.NsHandle
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			ch <- result{netns.None(), err}
+			return // thread stays locked and dies with the goroutine
+		}
+		defer orig.Close()
+		ns, err := netns.NewNamed(name)
+		if serr := netns.Set(orig); serr != nil {
+			if err == nil {
+				ns.Close()
+				_ = netns.DeleteNamed(name)
+			}
+			ch <- result{netns.None(), fmt.Errorf("return to own namespace: %w", serr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- result{ns, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return netns.None(), fmt.Errorf("create namespace %s: %w", name, r.err)
+	}
+	return r.ns, nil
+}
+
+// deleteNamedNS removes a namespace created by newNamedNS (cl- names only).
+func deleteNamedNS(name string) error {
+	if err := validNetNS(name); err != nil {
+		return err
+	}
+	p := filepath.Join(netnsDir, name)
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !isGone(err) && err != unix.EINVAL {
+		return fmt.Errorf("unmount %s: %w", p, err)
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
+	return nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return strings.ToLower(hex.EncodeToString(b))
+}

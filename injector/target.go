@@ -1,0 +1,136 @@
+package injector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Places on the host where commlab keeps per-node state that must vanish with a reboot.
+const (
+	netnsDir = "/run/netns"
+	runDir   = "/run/commlab"
+)
+
+// Target is where a fault lands: one node of a sandbox. On the netns backend the
+// node is a network namespace named cl-<sandbox>-<node> under /run/netns.
+type Target struct {
+	Sandbox string `json:"sandbox"`
+	Node    string `json:"node"`
+	// NetNS is the node's namespace under /run/netns; empty means cl-<sandbox>-<node>.
+	NetNS string `json:"netns,omitempty"`
+	// Cgroup is the cgroup of the node's workloads, relative to each hierarchy's
+	// root and under commlab/ (cpu-squeeze, mem-pressure, congestion's processes).
+	Cgroup string `json:"cgroup,omitempty"`
+	// EtcDir is the directory the node's workloads see as /etc (env-force);
+	// empty means /run/commlab/nodes/<sandbox>/<node>/etc.
+	EtcDir string `json:"etc_dir,omitempty"`
+
+	// Filled by the injector when it resolves the target; journaled so a revert
+	// never acts on a namespace that was deleted and recreated under the same name.
+	NetNSInode uint64 `json:"netns_inode,omitempty"`
+	BootID     string `json:"boot_id,omitempty"`
+}
+
+// netnsName is the namespace name with its default.
+func (t Target) netnsName() string {
+	if t.NetNS != "" {
+		return t.NetNS
+	}
+	return "cl-" + t.Sandbox + "-" + t.Node
+}
+
+// netnsPath is the namespace's file.
+func (t Target) netnsPath() string { return filepath.Join(netnsDir, t.netnsName()) }
+
+// etcDir is EtcDir with its default.
+func (t Target) etcDir() string {
+	if t.EtcDir != "" {
+		return t.EtcDir
+	}
+	return filepath.Join(runDir, "nodes", t.Sandbox, t.Node, "etc")
+}
+
+// peer is the target for another node of the same sandbox (congestion senders).
+func (t Target) peer(node string) Target {
+	return Target{Sandbox: t.Sandbox, Node: node}
+}
+
+// String is sandbox/node.
+func (t Target) String() string { return t.Sandbox + "/" + t.Node }
+
+// Validate checks every name in t (syntax only).
+func (t Target) Validate() error {
+	if err := ValidSandbox(t.Sandbox); err != nil {
+		return err
+	}
+	if err := ValidNode(t.Node); err != nil {
+		return err
+	}
+	if err := validNetNS(t.netnsName()); err != nil {
+		return err
+	}
+	if t.Cgroup != "" {
+		if err := validCgroup(t.Cgroup); err != nil {
+			return err
+		}
+	}
+	if t.EtcDir != "" && (!filepath.IsAbs(t.EtcDir) || filepath.Clean(t.EtcDir) != t.EtcDir || t.EtcDir == "/etc") {
+		return invalid("etc dir %q: want a clean absolute path other than the host's /etc", t.EtcDir)
+	}
+	return nil
+}
+
+// resolve checks that the namespace exists, is not the host's own, and records its
+// inode and the boot id.
+func (t Target) resolve() (Target, error) {
+	if err := t.Validate(); err != nil {
+		return t, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(t.netnsPath(), &st); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return t, invalid("node %s: namespace %s does not exist", t, t.netnsPath())
+		}
+		return t, fmt.Errorf("node %s: stat %s: %w", t, t.netnsPath(), err)
+	}
+	var self unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &self); err != nil {
+		return t, fmt.Errorf("stat own netns: %w", err)
+	}
+	if st.Ino == self.Ino && st.Dev == self.Dev {
+		return t, invalid("node %s: %s is the host's own namespace; commlab never faults host interfaces", t, t.netnsPath())
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(t.netnsPath(), &fs); err != nil || fs.Type != unix.NSFS_MAGIC {
+		return t, invalid("node %s: %s is not a mounted network namespace", t, t.netnsPath())
+	}
+	t.NetNSInode = st.Ino
+	t.BootID = bootID()
+	return t, nil
+}
+
+var (
+	bootOnce sync.Once
+	bootVal  string
+)
+
+// bootID identifies this boot; pids, namespaces and cgroup settings from another
+// boot are gone.
+func bootID() string {
+	bootOnce.Do(func() {
+		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		if err == nil {
+			bootVal = strings.TrimSpace(string(b))
+		}
+	})
+	return bootVal
+}
+
+// sameBoot reports whether state recorded under id belongs to this boot.
+func sameBoot(id string) bool { return id != "" && id == bootID() }

@@ -28,8 +28,8 @@ type Environment interface {
 	Down(ctx context.Context) error
 	// Exec prepares argv to run on node; nothing runs until Start/Run.
 	Exec(ctx context.Context, node string, argv ...string) (*Cmd, error)
-	// Shell starts an interactive login shell on node for the learner.
-	Shell(ctx context.Context, node string, size WinSize) (Terminal, error)
+	// Shell starts an interactive shell on node for the learner.
+	Shell(ctx context.Context, node string, opts ShellOptions) (Terminal, error)
 	Capabilities() Capabilities
 }
 
@@ -43,9 +43,14 @@ var (
 	ErrUnsupported = errors.New("not supported by this environment")
 )
 
-// WinSize is a terminal's size in characters; zero fields mean 24x80.
-type WinSize struct {
+// ShellOptions configure a learner shell; the zero value gives a 24x80 login shell.
+type ShellOptions struct {
+	// Rows and Cols are the terminal's size; zero means 24x80.
 	Rows, Cols uint16
+	// RC, if set, is bash code the shell runs at start-up after the
+	// environment's own profile (prompt, recording hooks). The learner can
+	// read it but not change it.
+	RC string
 }
 
 // Terminal is a learner's shell: Read returns what the terminal shows, Write

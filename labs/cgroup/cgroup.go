@@ -204,32 +204,61 @@ func (g *Group) Exists() bool {
 	return false
 }
 
+// Placement puts one new process into a group; see [Group.Prepare].
+type Placement struct {
+	g     *Group
+	procs []*os.File // v1: each hierarchy's cgroup.procs, opened before the caller changes mounts
+	dir   *os.File   // v2: the group's directory, for CLONE_INTO_CGROUP
+}
+
 // Prepare sets attr so that a process started with it enters g before it
 // runs a single instruction of its program: on v2 it is cloned straight into g
-// (CLONE_INTO_CGROUP); on v1 it stops at its exec under ptrace and [Group.Place]
-// moves it. Start the process on an OS thread locked with runtime.LockOSThread
-// and call Place on that same thread (the tracer), then cleanup.
+// (CLONE_INTO_CGROUP); on v1 it stops at its exec under ptrace and
+// [Placement.Place] moves it. Start the process on an OS thread locked with
+// runtime.LockOSThread and call Place on that same thread (the tracer), then
+// Close. The files Place needs are opened here, so the thread may change its
+// mount namespace in between.
 //
 // No thread of the caller ever joins g, so killing g never hits the caller.
-func (g *Group) Prepare(attr *syscall.SysProcAttr) (cleanup func(), err error) {
-	if !g.v2 {
-		attr.Ptrace = true
-		return func() {}, nil
+func (g *Group) Prepare(attr *syscall.SysProcAttr) (*Placement, error) {
+	p := &Placement{g: g}
+	if g.v2 {
+		f, err := os.Open(g.Dirs()[0])
+		if err != nil {
+			return nil, fmt.Errorf("open cgroup %s: %w", g.rel, err)
+		}
+		p.dir = f
+		attr.UseCgroupFD = true
+		attr.CgroupFD = int(f.Fd())
+		return p, nil
 	}
-	f, err := os.Open(g.Dirs()[0])
-	if err != nil {
-		return nil, fmt.Errorf("open cgroup %s: %w", g.rel, err)
+	for _, d := range g.Dirs() {
+		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("open cgroup %s: %w", d, err)
+		}
+		p.procs = append(p.procs, f)
 	}
-	attr.UseCgroupFD = true
-	attr.CgroupFD = int(f.Fd())
-	return func() { f.Close() }, nil
+	attr.Ptrace = true
+	return p, nil
+}
+
+// Close releases the files Prepare opened.
+func (p *Placement) Close() {
+	for _, f := range p.procs {
+		f.Close()
+	}
+	if p.dir != nil {
+		p.dir.Close()
+	}
 }
 
 // Place finishes what [Group.Prepare] started for the process pid: on v1 it
 // waits for the exec stop, writes pid to every hierarchy's cgroup.procs and
 // lets the process run. On failure the process is killed.
-func (g *Group) Place(pid int) error {
-	if g.v2 {
+func (p *Placement) Place(pid int) error {
+	if p.dir != nil {
 		return nil
 	}
 	var ws unix.WaitStatus
@@ -245,19 +274,19 @@ func (g *Group) Place(pid int) error {
 		break
 	}
 	if !ws.Stopped() {
-		return fmt.Errorf("process %d ended before it could join cgroup %s (status %#x)", pid, g.rel, uint32(ws))
+		return fmt.Errorf("process %d ended before it could join cgroup %s (status %#x)", pid, p.g.rel, uint32(ws))
 	}
 	b := []byte(strconv.Itoa(pid))
-	for _, d := range g.Dirs() {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), b, 0); err != nil {
+	for _, f := range p.procs {
+		if _, err := f.Write(b); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			_ = unix.PtraceDetach(pid)
-			return fmt.Errorf("move process %d into %s: %w", pid, d, err)
+			return fmt.Errorf("move process %d into %s: %w", pid, f.Name(), err)
 		}
 	}
 	if err := unix.PtraceDetach(pid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
-		return fmt.Errorf("release process %d after joining cgroup %s: %w", pid, g.rel, err)
+		return fmt.Errorf("release process %d after joining cgroup %s: %w", pid, p.g.rel, err)
 	}
 	return nil
 }

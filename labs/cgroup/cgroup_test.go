@@ -77,17 +77,17 @@ func TestLifecycle(t *testing.T) {
 		runtime.LockOSThread() // Place must run on the thread that started the process
 		defer runtime.UnlockOSThread()
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
-		done, err := child.Prepare(cmd.SysProcAttr)
+		pl, err := child.Prepare(cmd.SysProcAttr)
 		if err != nil {
 			errc <- err
 			return
 		}
-		defer done()
+		defer pl.Close()
 		if err := cmd.Start(); err != nil {
 			errc <- err
 			return
 		}
-		errc <- child.Place(cmd.Process.Pid)
+		errc <- pl.Place(cmd.Process.Pid)
 	}()
 	if err := <-errc; err != nil {
 		t.Fatal(err)

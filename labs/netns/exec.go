@@ -103,6 +103,12 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 				return fmt.Errorf("sethostname: %w", err)
 			}
 		}
+		// Open the cgroup's files before the mounts change (a learner's /sys is the node's).
+		pl, err := sp.group.Prepare(c.SysProcAttr)
+		if err != nil {
+			return err
+		}
+		defer pl.Close()
 		if sp.learner {
 			if err := learnerMounts(sp); err != nil {
 				return err
@@ -111,15 +117,10 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 				return err
 			}
 		}
-		cleanup, err := sp.group.Prepare(c.SysProcAttr)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
 		if err := start(); err != nil {
 			return err
 		}
-		if err := sp.group.Place(c.Process.Pid); err != nil {
+		if err := pl.Place(c.Process.Pid); err != nil {
 			_ = c.Wait()
 			return err
 		}

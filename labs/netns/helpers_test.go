@@ -32,7 +32,11 @@ func helperUp() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	s, err := New(top, Options{DataDir: os.Getenv("HELPER_DATA"), ID: os.Getenv("HELPER_ID")})
+	opts := Options{DataDir: os.Getenv("HELPER_DATA"), ID: os.Getenv("HELPER_ID"), Detached: os.Getenv("HELPER_DETACH") != ""}
+	if ttl, err := time.ParseDuration(os.Getenv("HELPER_TTL")); err == nil {
+		opts.TTL = ttl
+	}
+	s, err := New(top, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -42,6 +46,9 @@ func helperUp() int {
 		return 1
 	}
 	fmt.Println("UP")
+	if os.Getenv("HELPER_EXIT") != "" {
+		return 0 // leave the sandbox behind, as a crash would
+	}
 	time.Sleep(time.Minute)
 	return 0
 }

@@ -24,7 +24,12 @@ import (
 // ShellPath is the learner's login shell.
 var ShellPath = "/bin/bash"
 
-// Shell starts `bash --login` on node for the learner, on a new pseudo-terminal.
+// Shell starts bash on node for the learner, on a new pseudo-terminal: a
+// login shell (/etc/profile, then ~/.bash_profile, which sets PATH with the
+// sbin directories and the prompt learner@<node>:~$), or, with opts.RC, an
+// interactive shell whose rc file runs /etc/profile, that profile, then RC.
+// The rc file is root's, in /home/.commlab, readable but not writable by the
+// learner.
 //
 // The shell runs as the sandbox's learner uid with only CAP_NET_ADMIN and
 // CAP_NET_RAW (ambient, and nothing else in its bounding set; no_new_privs),
@@ -36,7 +41,7 @@ var ShellPath = "/bin/bash"
 // the node's interfaces, and /run/netns, /run/commlab and the data directory
 // are covered by empty read-only mounts. Closing the terminal, ctx ending, or
 // the sandbox going down ends the shell and everything it started.
-func (s *Sandbox) Shell(ctx context.Context, node string, size labs.WinSize) (labs.Terminal, error) {
+func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions) (labs.Terminal, error) {
 	st, _, err := s.up()
 	if err != nil {
 		return nil, err
@@ -49,8 +54,16 @@ func (s *Sandbox) Shell(ctx context.Context, node string, size labs.WinSize) (la
 	if err != nil {
 		return nil, err
 	}
-	if size.Rows == 0 || size.Cols == 0 {
-		size = labs.WinSize{Rows: 24, Cols: 80}
+	if opts.Rows == 0 || opts.Cols == 0 {
+		opts.Rows, opts.Cols = 24, 80
+	}
+	argv := []string{ShellPath, "--login"}
+	if opts.RC != "" {
+		rc, err := writeRC(sandboxRunDir(s.ID()), node, opts.RC)
+		if err != nil {
+			return nil, err
+		}
+		argv = []string{ShellPath, "--rcfile", rc, "-i"}
 	}
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -63,12 +76,12 @@ func (s *Sandbox) Shell(ctx context.Context, node string, size labs.WinSize) (la
 		ptmx.Close()
 		return nil, fmt.Errorf("chown %s: %w", tty.Name(), err)
 	}
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: size.Rows, Cols: size.Cols}); err != nil {
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: opts.Rows, Cols: opts.Cols}); err != nil {
 		ptmx.Close()
 		return nil, fmt.Errorf("size pty: %w", err)
 	}
 
-	c := exec.Command(ShellPath, "--login")
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = []string{
 		nodePath, "HOME=/home/learner", "USER=learner", "LOGNAME=learner", "SHELL=" + ShellPath,
 		"TERM=xterm-256color", "LANG=C.UTF-8", "COMMLAB_SANDBOX=" + s.ID(), "COMMLAB_NODE=" + node,
@@ -159,4 +172,26 @@ func (t *terminal) Close() error {
 		t.pty.Close()
 	})
 	return nil
+}
+
+// writeRC stores a shell's rc file under the sandbox's /home/.commlab (root's,
+// mode 0644) and returns its path as the shell sees it.
+func writeRC(runDir, node, rc string) (string, error) {
+	dir := filepath.Join(runDir, "home", ".commlab")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, node+"-*.rc")
+	if err != nil {
+		return "", fmt.Errorf("write shell rc: %w", err)
+	}
+	defer f.Close()
+	body := "# commlab shell rc\n[ -r /etc/profile ] && . /etc/profile\n" + profile + "\n" + rc + "\n"
+	if _, err := f.WriteString(body); err != nil {
+		return "", fmt.Errorf("write shell rc: %w", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return "", err
+	}
+	return filepath.Join("/home/.commlab", filepath.Base(f.Name())), nil
 }

@@ -1,0 +1,300 @@
+//go:build linux
+
+package netns
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/cgroup"
+)
+
+// session drives a learner terminal like a person would: it types a line and
+// reads until a marker the line prints at its end.
+type session struct {
+	t    *testing.T
+	term labs.Terminal
+	mu   sync.Mutex
+	out  bytes.Buffer
+	seen int // bytes of out already consumed
+	n    int
+}
+
+func newSession(t *testing.T, term labs.Terminal) *session {
+	s := &session{t: t, term: term}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := term.Read(b)
+			s.mu.Lock()
+			s.out.Write(b[:n])
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// waitFor returns the output up to and including the first match of re
+// after what was already consumed.
+func (s *session) waitFor(re *regexp.Regexp, timeout time.Duration) ([]string, string) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		rest := s.out.String()[s.seen:]
+		if loc := re.FindStringSubmatchIndex(rest); loc != nil {
+			s.seen += loc[1]
+			m := re.FindStringSubmatch(rest)
+			s.mu.Unlock()
+			return m, rest[:loc[0]]
+		}
+		s.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.t.Fatalf("no %q within %v; terminal shows:\n%s", re, timeout, s.out.String()[s.seen:])
+	return nil, ""
+}
+
+// escapes matches terminal control sequences (bash's bracketed paste mode).
+var escapes = regexp.MustCompile(`\x1b\[[?0-9;]*[a-zA-Z]`)
+
+// run types line and returns what it printed and its exit status. Markers
+// before and after are printed from two halves so that the terminal's echo of
+// the typed line never matches them.
+func (s *session) run(line string) (string, int) {
+	s.t.Helper()
+	s.n++
+	fmt.Fprintf(s.term, "printf '@@%%s%%s@@\\n' BEG %d; %s; printf '@@%%s%%s@@\\n' END \"%d-$?\"\n", s.n, line, s.n)
+	s.waitFor(regexp.MustCompile(fmt.Sprintf(`@@BEG%d@@\r?\n`, s.n)), 20*time.Second)
+	m, out := s.waitFor(regexp.MustCompile(fmt.Sprintf(`@@END%d-(\d+)@@`, s.n)), 20*time.Second)
+	code, _ := strconv.Atoi(m[1])
+	return escapes.ReplaceAllString(strings.ReplaceAll(out, "\r", ""), ""), code
+}
+
+func (s *session) must(line string) string {
+	s.t.Helper()
+	out, code := s.run(line)
+	if code != 0 {
+		s.t.Errorf("%q exited %d:\n%s", line, code, out)
+	}
+	return out
+}
+
+func (s *session) mustFail(line string) string {
+	s.t.Helper()
+	out, code := s.run(line)
+	if code == 0 {
+		s.t.Errorf("%q succeeded in the learner shell:\n%s", line, out)
+	}
+	return out
+}
+
+// TestLearnerShell checks what a learner can and cannot do from a shell.
+func TestLearnerShell(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "secret"), []byte("answer: nic-rate on node2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := upSandbox(t, "2x1", Options{DataDir: data, Limits: cgroup.Limits{Pids: 96}})
+	id := sb.ID()
+	hostLinksBefore := host(t, "ip", "-o", "link")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	term, err := sb.Shell(ctx, "node1", labs.ShellOptions{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	s := newSession(t, term)
+	s.waitFor(regexp.MustCompile(`learner@node1:~\$ `), 20*time.Second)
+
+	t.Run("identity", func(t *testing.T) {
+		s.t = t
+		if got := strings.TrimSpace(s.must("id -u")); got != strconv.Itoa(int(sb.LearnerUID())) {
+			t.Errorf("id -u = %q, want %d", got, sb.LearnerUID())
+		}
+		if got := strings.TrimSpace(s.must("echo $$")); got != "1" {
+			t.Errorf("the shell's pid in its namespace = %q, want 1", got)
+		}
+		if got := s.must("grep -E '^Cap(Eff|Bnd|Amb)' /proc/self/status"); strings.Count(got, "0000000000003000") != 3 {
+			t.Errorf("capabilities: want NET_ADMIN+NET_RAW (0x3000) effective, bounding and ambient:\n%s", got)
+		}
+		if got := s.must("cat /proc/self/cgroup"); !strings.Contains(got, "/"+NodeCgroupPath(id, "node1")+"\n") {
+			t.Errorf("shell is not in the node's cgroup:\n%s", got)
+		}
+		if got := strings.TrimSpace(s.must("stty size")); got != "30 100" {
+			t.Errorf("stty size = %q, want 30 100", got)
+		}
+		if err := term.Resize(40, 120); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(s.must("stty size")); got != "40 120" {
+			t.Errorf("after Resize, stty size = %q", got)
+		}
+		if got := strings.TrimSpace(s.must("echo $HOME; pwd; touch ~/notes && ls ~/notes")); got != "/home/learner\n/home/learner\n/home/learner/notes" {
+			t.Errorf("home:\n%s", got)
+		}
+	})
+
+	t.Run("sees only its node", func(t *testing.T) {
+		s.t = t
+		got := strings.Fields(s.must("ls /sys/class/net"))
+		sort.Strings(got)
+		if strings.Join(got, " ") != "eth0 lo rdma0" {
+			t.Errorf("/sys/class/net = %v, want eth0 lo rdma0", got)
+		}
+		links := s.must("ip -o link")
+		for _, l := range hostLinkNames(t) {
+			if l != "lo" && l != "eth0" && strings.Contains(links, " "+l+":") {
+				t.Errorf("learner sees host link %s", l)
+			}
+		}
+		for _, mac := range regexp.MustCompile(`link/ether ([0-9a-f:]{17})`).FindAllStringSubmatch(hostLinksBefore, -1) {
+			if strings.Contains(links, mac[1]) {
+				t.Errorf("learner sees host MAC %s:\n%s", mac[1], links)
+			}
+		}
+		if got := strings.TrimSpace(s.must("ls -A /run/netns; ip netns list")); got != "" {
+			t.Errorf("learner sees namespaces: %q", got)
+		}
+		s.mustFail("nsenter --net=/proc/1/ns/net ip link")
+		s.mustFail("ip netns exec " + FabricNetNSName(id) + " ip link")
+		// pid 1 is the shell itself: this moves nothing to the host.
+		s.run("ip link add cltest0 type veth peer name cltest1 netns 1")
+		s.run("ip link set rdma0 netns 1")
+		if after := host(t, "ip", "-o", "link"); strings.Contains(after, "cltest") || strings.Contains(after, "rdma0") {
+			t.Errorf("learner changed the host's links:\n%s", after)
+		}
+	})
+
+	t.Run("cannot reach the host", func(t *testing.T) {
+		s.t = t
+		for _, addr := range hostIPv4s(t) {
+			s.mustFail("ping -c 1 -W 1 " + addr)
+		}
+	})
+
+	t.Run("cannot read the data dir", func(t *testing.T) {
+		s.t = t
+		s.mustFail("cat " + filepath.Join(data, "secret"))
+		s.mustFail("cat " + statePath(data, id))
+		// The data dir is either absent from the learner's view or an empty cover.
+		if got, _ := s.run("ls -A " + data); strings.Contains(got, "secret") || strings.Contains(got, stateSubdir) {
+			t.Errorf("learner lists the data dir:\n%s", got)
+		}
+		s.mustFail("ls /run/commlab/labs")
+		s.mustFail("touch /etc/commlab-was-here")
+	})
+
+	t.Run("tc and ping on its own node", func(t *testing.T) {
+		s.t = t
+		n2, _ := sb.Plan().Node("node2")
+		peer, _ := n2.NIC("rdma0")
+		s.must("ping -c 1 -W 2 " + peer.Addr.Addr().String())
+		s.must("tc qdisc del dev rdma0 root")
+		if q := run(t, sb, "node1", "tc", "qdisc", "show", "dev", "rdma0"); strings.Contains(q, "tbf") {
+			t.Errorf("tc qdisc del did not remove the tbf:\n%s", q)
+		}
+		s.must("ip link set rdma0 down && ip link set rdma0 up")
+	})
+
+	t.Run("fork bomb is contained", func(t *testing.T) {
+		s.t = t
+		fmt.Fprintf(term, ":(){ :|:& };:\n")
+		g, err := cgroup.Open(CgroupPath(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, _ := cgroup.Open(NodeCgroupPath(id, "node1"))
+		// The kernel counts refused forks in pids.events ("max N") of the
+		// group whose limit was hit or of the forking task's group.
+		refused := func() int {
+			n := 0
+			for _, grp := range []*cgroup.Group{g, node} {
+				ev, _ := grp.Read("pids.events")
+				for _, line := range strings.Split(ev, "\n") {
+					if f := strings.Fields(line); len(f) == 2 && f[0] == "max" {
+						v, _ := strconv.Atoi(f[1])
+						n += v
+					}
+				}
+			}
+			return n
+		}
+		for i := 0; i < 200 && refused() == 0; i++ {
+			time.Sleep(25 * time.Millisecond)
+		}
+		cur, _ := g.Read("pids.current")
+		maxp, _ := g.Read("pids.max")
+		t.Logf("pids.current %s of pids.max %s; %d forks refused", cur, maxp, refused())
+		if refused() == 0 {
+			t.Errorf("the pids limit never refused a fork")
+		}
+		if c, _ := strconv.Atoi(cur); c > 96 {
+			t.Errorf("pids.current %d exceeds the limit 96", c)
+		}
+		// The host still forks.
+		if out := host(t, "true"); out != "" {
+			t.Errorf("host: %q", out)
+		}
+		term.Close()
+		if err := term.Wait(); err == nil {
+			t.Log("shell exited cleanly")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			pids, _ := g.Procs()
+			if len(pids) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d processes left in the sandbox after closing the shell", len(pids))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := io.ReadAll(term); err != nil {
+			t.Errorf("Read after Close: %v", err)
+		}
+	})
+}
+
+// TestShellRC checks a shell started with an rc file: it runs, sets the
+// prompt, and the learner cannot change it.
+func TestShellRC(t *testing.T) {
+	sb := upSandbox(t, "2x1", Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	term, err := sb.Shell(ctx, "node2", labs.ShellOptions{RC: "PS1='rc@\\h> '\nexport FROM_RC=yes\nreadonly FROM_RC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	s := newSession(t, term)
+	s.waitFor(regexp.MustCompile(`rc@node2> `), 20*time.Second)
+	if got := strings.TrimSpace(s.must("echo $FROM_RC")); got != "yes" {
+		t.Errorf("FROM_RC = %q", got)
+	}
+	if got := strings.TrimSpace(s.must("command -v tc")); got != "/usr/sbin/tc" {
+		t.Errorf("tc resolves to %q: the profile's PATH is missing", got)
+	}
+	rc := strings.TrimSpace(s.must("ls /home/.commlab/node2-*.rc"))
+	s.mustFail("echo evil >> " + rc)
+	s.mustFail("rm -f " + rc + " && test ! -e " + rc)
+}

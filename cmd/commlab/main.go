@@ -47,6 +47,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(g),
 		newBenchCmd(g),
 		newUserCmd(g),
+		newLabCmd(g),
 	)
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -194,4 +195,34 @@ func writeRC(runDir, node, rc string) (string, error) {
 		return "", err
 	}
 	return filepath.Join("/home/.commlab", filepath.Base(f.Name())), nil
+}
+
+// OpenLearnerFile opens (creating or appending to) a file in the learner's
+// home, e.g. a workload's log the learner is expected to read. The file
+// belongs to the learner. name is a plain file name; the open never follows a
+// symlink the learner may have planted, and refuses anything but a regular file.
+func (s *Sandbox) OpenLearnerFile(name string) (*os.File, error) {
+	st, _, err := s.up()
+	if err != nil {
+		return nil, err
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || len(name) > 255 {
+		return nil, fmt.Errorf("learner file %q: want a plain file name", name)
+	}
+	p := filepath.Join(sandboxRunDir(s.ID()), "home", "learner", name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open learner file %s: %w", name, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open learner file %s: not a regular file", name)
+	}
+	uid := int(st.LearnerUID)
+	if err := f.Chown(uid, uid); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("chown learner file %s: %w", name, err)
+	}
+	return f, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -297,4 +298,44 @@ func TestShellRC(t *testing.T) {
 	rc := strings.TrimSpace(s.must("ls /home/.commlab/node2-*.rc"))
 	s.mustFail("echo evil >> " + rc)
 	s.mustFail("rm -f " + rc + " && test ! -e " + rc)
+}
+
+// TestLearnerFile checks that a workload's file lands in the learner's home,
+// owned by the learner, and that a planted symlink is not followed.
+func TestLearnerFile(t *testing.T) {
+	sb := upSandbox(t, "2x1", Options{})
+	f, err := sb.OpenLearnerFile("train.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "step 1 busbw 0.19")
+	f.Close()
+	home := filepath.Join(sandboxRunDir(sb.ID()), "home", "learner")
+	fi, err := os.Stat(filepath.Join(home, "train.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != sb.LearnerUID() {
+		t.Errorf("train.log owned by %d, want %d", st.Uid, sb.LearnerUID())
+	}
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(home, "evil.log")); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := sb.OpenLearnerFile("evil.log"); err == nil {
+		f.Close()
+		t.Error("OpenLearnerFile followed a symlink")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("symlink target changed to %q", b)
+	}
+	for _, bad := range []string{"", "..", "../x", "a/b"} {
+		if f, err := sb.OpenLearnerFile(bad); err == nil {
+			f.Close()
+			t.Errorf("OpenLearnerFile(%q) succeeded", bad)
+		}
+	}
 }

@@ -216,6 +216,25 @@ func TestLearnerShell(t *testing.T) {
 		s.must("ip link set rdma0 down && ip link set rdma0 up")
 	})
 
+	t.Run("diagnostic tools work", func(t *testing.T) {
+		s.t = t
+		n2, _ := sb.Plan().Node("node2")
+		peer, _ := n2.NIC("rdma0")
+		for _, line := range []string{
+			"ethtool -i rdma0 | grep -q 'driver: veth'",
+			"ethtool -S rdma0 | grep -q peer_ifindex",
+			"ss -tan state listening",
+			"nstat -a | grep -q IpExtInOctets",
+			"tc -s qdisc show dev eth0 | grep -q 'qdisc tbf c1:'",
+			"ip -s link show rdma0",
+			// tcpdump needs CAP_NET_RAW; it sees the ping it waits for.
+			"(timeout 10 tcpdump -c 1 -ni rdma0 icmp > /tmp/cap 2>&1 &) ; sleep 1; ping -c 3 -i 0.2 " + peer.Addr.Addr().String() + " >/dev/null; sleep 0.5; grep -q 'ICMP echo' /tmp/cap",
+			"iperf3 -v | grep -q iperf",
+		} {
+			s.must(line)
+		}
+	})
+
 	t.Run("fork bomb is contained", func(t *testing.T) {
 		s.t = t
 		fmt.Fprintf(term, ":(){ :|:& };:\n")

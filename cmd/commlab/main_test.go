@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,4 +82,8 @@ func TestUserRole(t *testing.T) {
 	if _, err := run(t, "--data", data, "user", "role", "nobody@example.com", "admin"); err == nil {
 		t.Error("unknown account accepted")
 	}
+}
+
+func runCmd(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/labs/netns"
+	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server"
 	"github.com/commlab/commlab/server/auth"
 	"github.com/commlab/commlab/server/store"
@@ -55,7 +60,12 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 			if err != nil {
 				return err
 			}
-			srv, err := server.New(cfg, server.Deps{Library: lib, Store: st, Secret: key, Log: log})
+			deps := server.Deps{Library: lib, Store: st, Secret: key, Log: log, Scenarios: ct.scenarios}
+			deps.Labs, deps.LabsOff = startLabs(ctx, g.dataDir, log)
+			if deps.Labs != nil {
+				defer deps.Labs.Shutdown()
+			}
+			srv, err := server.New(cfg, deps)
 			if err != nil {
 				return err
 			}
@@ -71,6 +81,41 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 	cmd.Flags().StringVar(&content, "content", "", "serve the course from this directory and reload on change (for authors)")
 	cmd.Flags().BoolVar(&cfg.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when serving behind HTTPS)")
 	return cmd
+}
+
+// startLabs sweeps what a crashed run left behind, starts the fault watchdog and
+// returns the lab manager; without root it returns why labs are off instead.
+func startLabs(ctx context.Context, dataDir string, log *slog.Logger) (*session.Manager, string) {
+	if os.Geteuid() != 0 {
+		why := "labs create network namespaces, nftables tables and cgroups, so commlab must run as root (sudo make run)"
+		log.Warn("labs are off", "why", why)
+		return nil, why
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err.Error()
+	}
+	inj, err := openInjector(dataDir, log)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if ids, err := inj.Sweep(ctx); err != nil {
+		log.Warn("revert faults left by an earlier run", "err", err)
+	} else if len(ids) > 0 {
+		log.Info("reverted faults left by an earlier run", "faults", ids)
+	}
+	if ids, err := netns.Sweep(ctx, dataDir); err != nil {
+		log.Warn("remove sandboxes left by an earlier run", "err", err)
+	} else if len(ids) > 0 {
+		log.Info("removed sandboxes left by an earlier run", "sandboxes", ids)
+	}
+	go inj.Watch(ctx, time.Second)
+	return session.NewManager(ctx, session.Config{
+		Provider: netnsProvider{dataDir: dataDir, exe: exe, log: log},
+		Faults:   injectorFaults{inj},
+		DataDir:  dataDir,
+		Log:      log,
+	}), ""
 }
 
 func displayAddr(a net.Addr) string {

@@ -48,9 +48,14 @@ func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 	}
 	in := grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts, HintsUsed: l.HintsUsed()}
 	if r := l.Variant.Scenario.Remediation; r != nil && l.baseline > 0 {
-		after, err := l.measure(l.ctx)
-		if err != nil && !errors.Is(err, errWorkloadFailed) {
-			return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", err)
+		// One run can be unlucky on a busy host: a second chance before saying "not fixed".
+		var after float64
+		for try := 0; try < 2 && after < r.MinRatio*l.baseline; try++ {
+			bw, err := l.measure(l.ctx)
+			if err != nil && !errors.Is(err, errWorkloadFailed) {
+				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", err)
+			}
+			after = max(after, bw)
 		}
 		in.Remediation = &grader.Measurement{Baseline: l.baseline, Faulted: l.faulted, After: after}
 	}

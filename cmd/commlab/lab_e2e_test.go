@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/scenarios"
+)
+
+// labFixture starts a lab of a shipped scenario with a given seed, as root, on real
+// namespaces, and tears it down when the test ends.
+func labFixture(t *testing.T, id string, seed uint64) *session.Lab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("labs need root")
+	}
+	ct, probs := loadContent("")
+	if len(probs) > 0 {
+		t.Fatalf("content: %v", probs)
+	}
+	sc, ok := ct.scenarios.Get(id)
+	if !ok {
+		t.Fatalf("no scenario %s", id)
+	}
+	data := t.TempDir()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	inj, err := openInjector(data, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := buildSelf(t)
+	l := session.Start(context.Background(), session.Config{
+		Provider: netnsProvider{dataDir: data, exe: exe, log: log},
+		Faults:   injectorFaults{inj},
+		DataDir:  data,
+		TTL:      10 * time.Minute,
+		Log:      log,
+	}, 1, sc.Draw(seed))
+	t.Cleanup(func() {
+		l.Stop()
+		l.Wait()
+		if left, _ := inj.List(); len(left) > 0 {
+			t.Errorf("faults left in the journal after the lab: %+v", left)
+		}
+	})
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		st := l.Status()
+		if st.State == session.Ready {
+			return l
+		}
+		if st.State == session.Failed || time.Now().After(deadline) {
+			t.Fatalf("lab did not become ready: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// buildSelf builds the commlab binary once per test run: ranks run "commlab bench rank".
+var selfBin string
+
+func buildSelf(t *testing.T) string {
+	t.Helper()
+	if selfBin != "" {
+		return selfBin
+	}
+	dir, err := os.MkdirTemp("", "commlab-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/commlab"
+	if b, err := runCmd("go", "build", "-o", out, "."); err != nil {
+		t.Fatalf("build commlab: %v\n%s", err, b)
+	}
+	selfBin = out
+	return out
+}
+
+// typeAndWait types a command into a node's terminal and waits until its output is
+// recorded (the shell's end-of-command marker).
+func typeAndWait(t *testing.T, l *session.Lab, node, line string) int {
+	t.Helper()
+	term, ok := l.Terminal(node)
+	if !ok {
+		t.Fatalf("no terminal on %s", node)
+	}
+	before, _ := term.Commands()
+	if _, err := term.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		cmds, _ := term.Commands()
+		if len(cmds) > len(before) && cmds[len(cmds)-1].Exit >= 0 {
+			return cmds[len(cmds)-1].Seq
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %q did not finish", node, line)
+	return 0
+}
+
+func TestLabRailThrottled(t *testing.T) {
+	l := labFixture(t, "ch08-rail-throttled", 3)
+	node := l.Variant.Values["node"]
+	other := map[string]string{"node1": "node2", "node2": "node1"}[node]
+	seq := typeAndWait(t, l, node, "tc -s qdisc show dev rdma0")
+	otherSeq := typeAndWait(t, l, other, "tc -s qdisc show dev rdma0")
+	fake := typeAndWait(t, l, other, "echo 'qdisc tbf c1: root refcnt 2 rate "+l.Variant.Values["rate"]+"Mbit burst 1b lat 1ms'")
+	cmds, _ := mustTerm(t, l, node).Commands()
+	t.Logf("evidence output: %s", cmds[seq-1].Output)
+
+	// (b) the right answer with fake evidence gets no evidence credit, graded in a dry run
+	ts, err := l.Transcripts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := map[string]string{"node": node, "nic": "rdma0"}
+	dry := func(d grader.Diagnosis) grader.Result {
+		r, err := grader.Grade(grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := dry(grader.Diagnosis{Class: "nic-rate-limited", Location: right, Evidence: []grader.EvidenceRef{{Terminal: other, Seq: fake}}}); criterion(r, "evidence") != 0 {
+		t.Errorf("echoed evidence earned credit: %+v", r)
+	}
+	if r := dry(grader.Diagnosis{Class: "nic-rate-limited", Location: right, Evidence: []grader.EvidenceRef{{Terminal: other, Seq: otherSeq}}}); criterion(r, "evidence") != 0 {
+		t.Errorf("the healthy node's qdisc earned evidence credit: %+v", r)
+	}
+	// (c) the wrong location fails
+	if r := dry(grader.Diagnosis{Class: "nic-rate-limited", Location: map[string]string{"node": other, "nic": "rdma0"}, Evidence: []grader.EvidenceRef{{Terminal: node, Seq: seq}}}); r.Passed {
+		t.Errorf("wrong node passed: %+v", r)
+	}
+	// (a) right diagnosis, real evidence and a real fix: pass, measured again.
+	typeAndWait(t, l, node, "tc qdisc replace dev rdma0 root handle c1: tbf rate 200mbit burst 250kb latency 25ms")
+	res, err := l.Grade(context.Background(), grader.Diagnosis{Class: "nic-rate-limited", Location: right, Evidence: []grader.EvidenceRef{{Terminal: node, Seq: seq}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("result: %+v", res)
+	if !res.Passed || criterion(res, "remediation") == 0 || criterion(res, "evidence") == 0 {
+		t.Errorf("right diagnosis with a fix did not pass fully: %+v", res)
+	}
+}
+
+func mustTerm(t *testing.T, l *session.Lab, node string) *session.Terminal {
+	term, ok := l.Terminal(node)
+	if !ok {
+		t.Fatalf("no terminal on %s", node)
+	}
+	return term
+}
+
+func criterion(r grader.Result, name string) float64 {
+	for _, c := range r.Criteria {
+		if c.Name == name {
+			return c.Earned
+		}
+	}
+	return 0
+}
+
+var _ = strings.Contains
+var _ = scenarios.SeedFor

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/commlab/commlab/bench"
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/netns"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/topology"
+)
+
+// This file wires the lab lifecycle (labs/session) to its real parts: network-namespace
+// sandboxes, the collective benchmark and the fault injector.
+
+// netnsProvider brings labs up as network-namespace sandboxes.
+type netnsProvider struct {
+	dataDir string
+	exe     string // the commlab binary: ranks run "commlab bench rank"
+	log     *slog.Logger
+}
+
+var _ session.Provider = netnsProvider{}
+
+func (p netnsProvider) Up(ctx context.Context, topo string, ttl time.Duration, progress func(string)) (session.Env, error) {
+	t, err := topology.Load(topo)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := netns.New(t, netns.Options{DataDir: p.dataDir, TTL: ttl, Logger: p.log})
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("创建虚拟集群 %s（%s，%d 台节点）", sb.ID(), t.Name, len(t.Nodes)))
+	if err := sb.Up(ctx); err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = sb.Down(dctx)
+		return nil, err
+	}
+	return &netnsEnv{sb: sb, exe: p.exe}, nil
+}
+
+// netnsEnv is a sandbox seen by a lab.
+type netnsEnv struct {
+	sb  *netns.Sandbox
+	exe string
+}
+
+var _ session.Env = (*netnsEnv)(nil)
+
+func (e *netnsEnv) ID() string      { return e.sb.ID() }
+func (e *netnsEnv) Nodes() []string { return e.sb.Topology().NodeNames() }
+
+func (e *netnsEnv) Target(node string) injector.Target {
+	t := injector.Target{Sandbox: e.sb.ID(), Node: node}
+	if info, err := e.sb.Node(node); err == nil {
+		t.NetNS, t.Cgroup = info.NetNS, info.Cgroup
+	}
+	return t
+}
+
+func (e *netnsEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
+	return e.sb.Shell(ctx, node, labs.ShellOptions{Rows: 32, Cols: 120, RC: rc})
+}
+
+// Workload runs commlab bench over the sandbox's nodes. Each rank gets the job's
+// environment, then whatever env-force faults hide on its node, as on a real cluster
+// where a profile script overrides the job script.
+func (e *netnsEnv) Workload(ctx context.Context, hosts string, argv, env []string, out io.Writer) error {
+	o, err := benchOptions(append(append([]string(nil), argv...), "--hosts", hosts))
+	if err != nil {
+		return err
+	}
+	logf, err := e.sb.OpenLearnerFile("train.log")
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	w := io.MultiWriter(out, logf)
+	fmt.Fprintf(logf, "==> %s commlab bench %s --hosts %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "), hosts)
+	l := &bench.Launcher{Starter: sandboxStarter{env: e}, Exe: e.exe, Stdout: w, Stderr: w, Env: env}
+	return l.Run(ctx, o)
+}
+
+func (e *netnsEnv) Down(ctx context.Context) error { return e.sb.Down(ctx) }
+
+// sandboxStarter starts ranks with the sandbox's Exec: in the node's namespaces and
+// cgroup (so cpu-squeeze and mem-pressure reach them).
+type sandboxStarter struct{ env *netnsEnv }
+
+var _ bench.Starter = sandboxStarter{}
+
+func (s sandboxStarter) Start(ctx context.Context, spec bench.Spec) (bench.Proc, error) {
+	cmd, err := s.env.sb.Exec(ctx, spec.Node, spec.Argv...)
+	if err != nil {
+		return nil, err
+	}
+	forced, err := injector.EnvFor(s.env.Target(spec.Node))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(append(cmd.Env, spec.Env...), forced...)
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = spec.Stdout, spec.Stderr, spec.ExtraFiles
+	if ns, ok := injector.ShmNamespace(s.env.Target(spec.Node)); ok {
+		cmd.MountNS = ns
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return labProc{cmd}, nil
+}
+
+type labProc struct{ cmd *labs.Cmd }
+
+func (p labProc) Wait() error { return p.cmd.Wait() }
+func (p labProc) Kill() error { return p.cmd.Process.Kill() }
+func (p labProc) Pid() int    { return p.cmd.Process.Pid }
+
+// injectorFaults lets labs apply and revert faults through the journaled injector.
+type injectorFaults struct{ in *injector.Injector }
+
+var _ session.Faults = injectorFaults{}
+
+func (f injectorFaults) Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
+	fault, err := f.in.Registry().Parse(kind, params)
+	if err != nil {
+		return "", "", err
+	}
+	e, err := f.in.Apply(ctx, t, fault, ttl)
+	if err != nil {
+		return "", "", err
+	}
+	return e.ID, strings.Join(e.Command, "\n"), nil
+}
+
+func (f injectorFaults) Revert(ctx context.Context, id string) error { return f.in.Revert(ctx, id) }
+
+// selfExe is the running binary, for ranks and helpers started in lab nodes.
+func selfExe() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the commlab binary: %w", err)
+	}
+	return exe, nil
+}
+
+// openInjector opens the journaled injector with every built-in fault kind.
+func openInjector(dataDir string, log *slog.Logger) (*injector.Injector, error) {
+	reg, err := injector.NewRegistry(injector.Builtin()...)
+	if err != nil {
+		return nil, err
+	}
+	return injector.Open(injector.Options{DataDir: dataDir, Registry: reg, Logger: log})
+}

@@ -51,6 +51,10 @@ type ShellOptions struct {
 	// environment's own profile (prompt, recording hooks). The learner can
 	// read it but not change it.
 	RC string
+	// MountNS, if set, is a mount namespace file the shell starts from, so
+	// the learner sees what the node's workloads see (e.g. a private /dev/shm
+	// kept by the injector).
+	MountNS string
 }
 
 // Terminal is a learner's shell: Read returns what the terminal shows, Write

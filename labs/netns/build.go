@@ -238,7 +238,7 @@ func makeHome(st *State) error {
 	}{
 		{"home", 0o755, false},
 		{"home/learner", 0o700, true},
-		{"tmp", 0o1777 | os.ModeSticky, false},
+		{"tmp", 0o777 | os.ModeSticky, false},
 	} {
 		p := filepath.Join(dir, d.path)
 		if err := os.Mkdir(p, 0o700); err != nil {

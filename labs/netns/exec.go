@@ -66,6 +66,7 @@ type spawnSpec struct {
 	hostname string        // if set, a new UTS namespace with this hostname
 	hide     []string      // if learner: directories covered by an empty tmpfs
 	binds    [][2]string   // if learner: bind mounts (source, target)
+	scratch  [][2]string   // if learner: private writable tmpfs (path, size)
 	learner  bool          // private mounts, fresh /sys, no_new_privs, tight bounding set
 	group    *cgroup.Group // cgroup the process runs in
 }
@@ -141,7 +142,9 @@ func setnsPath(path string, kind int) error {
 }
 
 // learnerMounts gives the thread (and so the shell) a private mount namespace
-// in which the learner's home and tmp replace /home and /tmp, commlab's own
+// in which the learner's home and tmp replace /home, /tmp and /var/tmp, the
+// host's other world-writable directories (/dev/shm, /run/lock) are private
+// and small (nothing the learner writes outlives the sandbox), commlab's own
 // directories (namespaces, run-time files, data) are covered, and /sys is a
 // fresh sysfs that shows the node's interfaces rather than the host's.
 func learnerMounts(sp spawnSpec) error {
@@ -152,12 +155,23 @@ func learnerMounts(sp spawnSpec) error {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
 	for _, b := range sp.binds {
+		if !isDir(b[1]) {
+			continue
+		}
 		if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind %s on %s: %w", b[0], b[1], err)
 		}
 	}
+	for _, m := range sp.scratch {
+		if !isDir(m[0]) {
+			continue
+		}
+		if err := unix.Mount("tmpfs", m[0], "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+m[1]); err != nil {
+			return fmt.Errorf("mount a private %s: %w", m[0], err)
+		}
+	}
 	for _, dir := range sp.hide {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if !isDir(dir) {
 			continue
 		}
 		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
@@ -171,6 +185,11 @@ func learnerMounts(sp spawnSpec) error {
 		return fmt.Errorf("mount the node's /sys: %w", err)
 	}
 	return nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // restrictThread sets no_new_privs (setuid binaries cannot raise privileges)

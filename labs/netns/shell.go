@@ -38,9 +38,10 @@ var ShellPath = "/bin/bash"
 // limit contains a fork bomb), with the node's name as hostname (the prompt
 // reads learner@node1:~$), in a new PID namespace (kernel lookups by pid,
 // such as `ip link set X netns 1`, reach only the shell's own processes) and a
-// private mount namespace: /home/learner and /tmp are the sandbox's, /sys shows
-// the node's interfaces, and /run/netns, /run/commlab and the data directory
-// are covered by empty read-only mounts. Closing the terminal, ctx ending, or
+// private mount namespace: /home/learner, /tmp and /var/tmp are the
+// sandbox's, /dev/shm (unless opts.MountNS gives the workloads' view) and
+// /run/lock are private, /sys shows the node's interfaces, and /run/netns,
+// /run/commlab and the data directory are covered by empty read-only mounts. Closing the terminal, ctx ending, or
 // the sandbox going down ends the shell and everything it started.
 func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions) (labs.Terminal, error) {
 	st, _, err := s.up()
@@ -103,7 +104,13 @@ func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions
 			{filepath.Join(run, "tmp"), "/tmp"},
 			{filepath.Join(run, "tmp"), "/var/tmp"},
 		},
-		hide: hiddenFromLearners(st.DataDir),
+		hide:    hiddenFromLearners(st.DataDir),
+		scratch: [][2]string{{"/run/lock", "1m"}},
+		mountNS: opts.MountNS,
+	}
+	if opts.MountNS == "" {
+		// With a workload's mount namespace the learner must see its /dev/shm.
+		sp.scratch = append(sp.scratch, [2]string{"/dev/shm", "64m"})
 	}
 	if err := spawn(c, sp, c.Start); err != nil {
 		ptmx.Close()

@@ -202,6 +202,15 @@ func TestLearnerShell(t *testing.T) {
 		}
 		s.mustFail("ls /run/commlab/labs")
 		s.mustFail("touch /etc/commlab-was-here")
+		// What the learner writes in world-writable places stays in the sandbox.
+		for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock"} {
+			f := filepath.Join(dir, "cl-learner-"+id)
+			s.must("touch " + f)
+			if _, err := os.Stat(f); err == nil {
+				os.Remove(f)
+				t.Errorf("learner's %s appeared on the host", f)
+			}
+		}
 	})
 
 	t.Run("tc and ping on its own node", func(t *testing.T) {

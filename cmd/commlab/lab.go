@@ -287,12 +287,16 @@ func newLabPlanCmd() *cobra.Command {
 }
 
 func newLabSweepCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var grace time.Duration
+	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Remove sandboxes whose owner process is gone or whose TTL passed, and unrecorded leftovers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			removed, err := netns.Sweep(cmd.Context(), g.dataDir)
+			if grace <= 0 {
+				grace = -1 // no grace at all
+			}
+			removed, err := netns.SweepWith(cmd.Context(), g.dataDir, netns.SweepOptions{UnrecordedGrace: grace})
 			for _, id := range removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed sandbox %s\n", id)
 			}
@@ -302,4 +306,6 @@ func newLabSweepCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().DurationVar(&grace, "grace", netns.DefaultUnrecordedGrace, "leave cl- objects that no sandbox records alone while younger than this (0: remove them now)")
+	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -25,10 +26,20 @@ type SweepOptions struct {
 	Match func(id string) bool
 	// Logger receives one line per removed sandbox; nil means slog.Default().
 	Logger *slog.Logger
+	// UnrecordedGrace spares commlab-named objects that no state file or slot
+	// lease claims while they are younger than this: Up records a sandbox
+	// before creating anything, so such objects come from other tools (or
+	// tests) building namespaces by hand, possibly right now. Zero means
+	// DefaultUnrecordedGrace; negative means no grace.
+	UnrecordedGrace time.Duration
 }
 
+// DefaultUnrecordedGrace is how long Sweep leaves unclaimed objects alone.
+const DefaultUnrecordedGrace = 10 * time.Minute
+
 // Sweep removes every sandbox on this host whose owner process is gone or
-// whose TTL has passed, and every commlab object no sandbox records at all:
+// whose TTL has passed, and every commlab object no sandbox records at all
+// (once older than DefaultUnrecordedGrace):
 // namespaces cl-<id>-*, host links cl-<id>-* and host nftables tables cl-<id>
 // (never created, removed in case), cgroups commlab/<id>, run-time directories,
 // state files under dataDir and slot leases. Sandboxes of live owners (found
@@ -45,6 +56,10 @@ func SweepWith(ctx context.Context, dataDir string, opts SweepOptions) ([]string
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	grace := opts.UnrecordedGrace
+	if grace == 0 {
+		grace = DefaultUnrecordedGrace
 	}
 	match := opts.Match
 	if match == nil {
@@ -127,6 +142,9 @@ func SweepWith(ctx context.Context, dataDir string, opts SweepOptions) ([]string
 		case st == nil && hasLease && live(l.Owner, l.Expires, now):
 			continue
 		}
+		if st == nil && !hasLease && grace > 0 && now.Sub(youngest(id)) < grace {
+			continue
+		}
 		why := "no owner recorded"
 		switch {
 		case st != nil && !st.Owner.Alive(), st == nil && hasLease && !l.Owner.Alive():
@@ -172,6 +190,27 @@ func SweepWith(ctx context.Context, dataDir string, opts SweepOptions) ([]string
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// youngest returns the newest modification time among sandbox id's
+// namespace files, cgroup directories and run-time directory.
+func youngest(id string) time.Time {
+	var t time.Time
+	paths := []string{sandboxRunDir(id)}
+	if names, err := namespacesOf(id); err == nil {
+		for _, n := range names {
+			paths = append(paths, filepath.Join(netnsDir, n))
+		}
+	}
+	if g, err := cgroup.Open(CgroupPath(id)); err == nil {
+		paths = append(paths, g.Dirs()...)
+	}
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil && fi.ModTime().After(t) {
+			t = fi.ModTime()
+		}
+	}
+	return t
 }
 
 // hostLinksByID finds links in the host namespace named cl-<id>-...; the

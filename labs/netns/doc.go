@@ -50,8 +50,13 @@
 // CAP_NET_ADMIN and CAP_NET_RAW only (the bounding set holds nothing else;
 // no_new_privs), in the node's cgroup, in a new PID namespace (so kernel
 // lookups by pid, e.g. `ip link set X netns 1`, cannot reach the host) and a
-// private mount namespace where /sys is the node's, /home and /tmp are the
-// sandbox's, and /run/netns, /run/commlab and the data directory are hidden.
+// private mount namespace where /sys is the node's, /home, /tmp and /var/tmp
+// are the sandbox's, /dev/shm and /run/lock are private (nothing the learner
+// writes outlives the sandbox), and /run/netns, /run/commlab and the data
+// directory are hidden. Each sandbox has its own learner uid, so learners
+// cannot signal or ptrace each other's processes. Exec'd workloads run as
+// root in the node's namespaces and cgroup; if commlab dies they keep running
+// until Sweep kills them through the cgroup.
 //
 // # Teardown
 //
@@ -59,6 +64,11 @@
 // what it built when it fails. After a crash, [Sweep] (at start-up and from
 // `commlab sweep`) removes every sandbox whose owner process is gone (pid,
 // start time and boot id recorded) or whose TTL passed, and any cl-<id>
-// object with no record at all. It never touches anything not named by
-// commlab.
+// object with no record at all once it is older than a grace period (Up
+// records first, so unrecorded objects belong to someone building namespaces
+// by hand, maybe right now). It never touches anything not named by commlab.
+//
+// Left in place on purpose: the shared parent cgroup commlab/ (the injector
+// uses it too), the directories /run/commlab/labs and its slots/, and
+// /run/netns as a shared mount point (as iproute2 leaves it).
 package netns

@@ -80,9 +80,6 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	assertSame(t, "after bad input", base, l.snapshot(t, "n1"))
-	if p := taggedAll(); len(p) != 0 {
-		t.Errorf("tagged processes: %v", p)
-	}
 }
 
 func applyText(t *testing.T, in *Injector, tg Target, kind string, params map[string]string, ttl time.Duration) error {

@@ -135,6 +135,10 @@ func TestCrashSweep(t *testing.T) {
 		}
 		in := openAt(t, data)
 		entries, _ := in.List()
+		ids := map[string]bool{}
+		for _, e := range entries {
+			ids[e.ID] = true
+		}
 		for _, e := range entries {
 			killedIn[e.Kind]++
 		}
@@ -148,19 +152,14 @@ func TestCrashSweep(t *testing.T) {
 			t.Fatalf("loop %d: journal still lists %v after sweep", i, left)
 		}
 		assertSame(t, fmt.Sprintf("loop %d", i), base, l.snapshot(t, "n1"))
-		if p := taggedAll(); len(p) != 0 {
+		if p := taggedWith(ids); len(p) != 0 {
 			t.Fatalf("loop %d: tagged processes left: %v", i, p)
 		}
 		if _, err := os.Stat(filepath.Join(mntnsDir, l.ns("n1"))); err == nil {
 			t.Fatalf("loop %d: mount namespace file left", i)
 		}
-		if ents, _ := filepath.Glob(filepath.Join(netnsDir, "cl-probe-*")); len(ents) > 0 {
-			own := fmt.Sprintf("cl-probe-%d-", os.Getpid())
-			for _, e := range ents {
-				if !strings.HasPrefix(filepath.Base(e), own) {
-					t.Fatalf("loop %d: probe namespace of a dead process left: %s", i, e)
-				}
-			}
+		if s := staleProbes(); len(s) > 0 {
+			t.Fatalf("loop %d: probe namespaces of dead processes left: %v", i, s)
 		}
 	}
 	t.Logf("%d loops, %d killed with a fault in the journal; by kind: %v", loops, inflight, killedIn)

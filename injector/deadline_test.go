@@ -2,6 +2,7 @@ package injector
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +26,14 @@ func TestDeadlineServerStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1200 * time.Millisecond)
-	mustContain(t, "tc qdisc show (nobody watching)", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "tbf c1:")
+	mustContain(t, "tc qdisc show (nobody watching)", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "tbf c2:")
 
 	next := openAt(t, data)
 	done, err := next.RevertExpired(ctx)
 	if err != nil || len(done) != 1 || done[0] != short.ID {
 		t.Fatalf("revert expired at start: %v %v, want [%s]", done, err, short.ID)
 	}
-	if out := l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"); strings.Contains(out, "c1:") {
+	if out := l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"); strings.Contains(out, "c2:") || !strings.Contains(out, "tbf c1:") {
 		t.Errorf("expired fault still there: %s", out)
 	}
 	mustContain(t, "nft list ruleset", l.run(t, "n1", "nft", "list", "ruleset"), "numgen random mod 10000 < 100")
@@ -88,7 +89,7 @@ func TestConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := mustParse(t, in, "nic-rate", map[string]string{"nic": "rdma0", "rate": "20mbit"})
-	if _, err := in.Apply(ctx, l.target("n1"), g, time.Minute); err == nil || !strings.Contains(err.Error(), "already holds qdisc-root:rdma0") {
+	if _, err := in.Apply(ctx, l.target("n1"), g, time.Minute); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second nic-rate on rdma0: %v, want a conflict", err)
 	}
 	mustContain(t, "tc qdisc", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "rate 10Mbit")
@@ -105,10 +106,22 @@ func TestConflict(t *testing.T) {
 	if err := in.Revert(ctx, e2.ID); err != nil {
 		t.Fatal(err)
 	}
-	// A root qdisc commlab did not add is never replaced.
-	l.run(t, "n1", "tc", "qdisc", "add", "dev", "rdma0", "root", "handle", "1:", "tbf", "rate", "1gbit", "burst", "1mb", "latency", "10ms")
-	if _, err := in.Apply(ctx, l.target("n1"), g, time.Minute); err == nil || !strings.Contains(err.Error(), "commlab did not add") {
-		t.Fatalf("nic-rate over a foreign root qdisc: %v", err)
+	// Claims conflict even where the host shows nothing yet (env-force's file).
+	ef := mustParse(t, in, "env-force", map[string]string{"vars": "A=1"})
+	e3, err := in.Apply(ctx, l.target("n1"), ef, time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustContain(t, "tc qdisc", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc tbf 1: root", "rate 1Gbit")
+	if _, err := in.Apply(ctx, l.target("n1"), ef, time.Minute); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "already holds file:profile.d/nccl.sh") {
+		t.Fatalf("second env-force on the same file: %v", err)
+	}
+	if err := in.Revert(ctx, e3.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A root qdisc commlab could not put back is never replaced.
+	l.run(t, "n1", "tc", "qdisc", "replace", "dev", "rdma0", "root", "handle", "1:", "htb")
+	if _, err := in.Apply(ctx, l.target("n1"), g, time.Minute); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "cannot put back") {
+		t.Fatalf("nic-rate over an htb root qdisc: %v", err)
+	}
+	mustContain(t, "tc qdisc", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc htb 1: root")
 }

@@ -11,8 +11,9 @@
 // revert succeeded. Every fault has a deadline enforced by [Injector.Watch] and at
 // start-up by [Injector.Sweep], which reverts journaled faults; revert treats
 // "already gone" as success. Everything the injector creates carries commlab's
-// name: interfaces cl-..., nftables tables commlab-<sandbox>, tc handle c1:,
-// routes with protocol 193, files tagged with the fault id. Only argv exec and
+// name: interfaces cl-..., nftables tables commlab-<sandbox>, tc handle c2: and
+// filter priority 193, routes with protocol 193, processes tagged with the fault
+// id; a qdisc it replaces (the lab's base tbf c1:) is journaled and put back. Only argv exec and
 // netlink are used, never a shell, and every name is validated first.
 //
 // [Probe] reports what the running kernel supports (this project's CI kernel has

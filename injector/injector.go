@@ -127,6 +127,17 @@ func (in *Injector) Apply(ctx context.Context, t Target, f Fault, ttl time.Durat
 	if c, ok := f.(claimer); ok {
 		claims = c.claims()
 	}
+	// Refuse a conflict before the kind looks at the host (it would report what
+	// it finds there less clearly); Record checks again under the same lock.
+	if err := in.j.locked(func() error {
+		live, _, _, err := in.j.load()
+		if err != nil {
+			return err
+		}
+		return in.conflict(live, e, f, claims)
+	}); err != nil {
+		return Entry{}, fmt.Errorf("apply %s on %s: %w", kind.Name, t, err)
+	}
 	var last Undo
 	journaled := false
 	op := &Op{ID: e.ID, Deadline: e.Deadline, Helper: in.helper, Record: func(u Undo) error {
@@ -172,7 +183,7 @@ func (in *Injector) Apply(ctx context.Context, t Target, f Fault, ttl time.Durat
 	if !journaled {
 		return Entry{}, fmt.Errorf("apply %s on %s: the kind did not journal an undo (bug)", kind.Name, t)
 	}
-	if err := in.j.locked(func() error { return in.j.append(record{Op: recApplied, ID: e.ID}) }); err != nil {
+	if err := in.j.locked(func() error { return in.j.appendNoSync(record{Op: recApplied, ID: e.ID}) }); err != nil {
 		return Entry{}, fmt.Errorf("apply %s on %s: %w", kind.Name, t, err)
 	}
 	e.Applied = true
@@ -248,7 +259,7 @@ func (in *Injector) revertEntry(ctx context.Context, id string, kind Kind, u Und
 		}
 	}
 	return in.j.locked(func() error {
-		if err := in.j.append(record{Op: recReverted, ID: id}); err != nil {
+		if err := in.j.appendNoSync(record{Op: recReverted, ID: id}); err != nil {
 			return err
 		}
 		live, order, dead, err := in.j.load()

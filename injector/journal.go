@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -60,15 +61,23 @@ type record struct {
 }
 
 // journal is an append-only file of JSON lines under <data>/injector/journal,
-// guarded by flock on journal.lock so the CLI and the server can share it.
+// guarded by flock on journal.lock so the CLI and the server can share it. The
+// parsed state is cached and only the records appended since are read again,
+// as long as the file keeps its inode (a compaction replaces it).
 type journal struct {
 	dir string
 	mu  sync.Mutex
 	log *slog.Logger
+
+	cIno   uint64
+	cOff   int64
+	cLive  map[string]*Entry
+	cOrder []string
+	cDead  int
 }
 
 // compactAfter is how many dead records trigger a rewrite of the journal.
-const compactAfter = 256
+const compactAfter = 64
 
 func openJournal(dir string, log *slog.Logger) (*journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -104,73 +113,96 @@ func (j *journal) locked(fn func() error) error {
 	return fn()
 }
 
-// load reads the live entries (caller holds the lock) and counts dead records.
+// load returns the live entries (caller holds the lock; the maps are shared
+// with the cache and must not be changed) and counts the dead records.
 func (j *journal) load() (live map[string]*Entry, order []string, dead int, err error) {
-	live = map[string]*Entry{}
 	f, err := os.Open(j.path())
 	if errors.Is(err, os.ErrNotExist) {
-		return live, nil, 0, nil
+		j.cIno, j.cOff, j.cLive, j.cOrder, j.cDead = 0, 0, map[string]*Entry{}, nil, 0
+		return j.cLive, nil, 0, nil
 	}
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("open journal: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var r record
-		if err := json.Unmarshal(b, &r); err != nil {
-			// A record torn by a kill mid-write: the host was not touched after it
-			// (Record returns only after fsync), so skipping it is safe.
-			j.log.Warn("journal: skipping unreadable record", "file", j.path(), "line", line, "err", err)
-			dead++
-			continue
-		}
-		switch r.Op {
-		case recApply:
-			if r.Entry == nil {
-				dead++
-				continue
-			}
-			e := *r.Entry
-			if _, ok := live[e.ID]; !ok {
-				order = append(order, e.ID)
-			}
-			live[e.ID] = &e
-		case recUndo:
-			if e, ok := live[r.ID]; ok {
-				e.Undo = r.Undo
-			}
-			dead++
-		case recApplied:
-			if e, ok := live[r.ID]; ok {
-				e.Applied = true
-			}
-			dead++
-		case recReverted:
-			if _, ok := live[r.ID]; ok {
-				delete(live, r.ID)
-				dead++ // the apply record is dead now too
-			}
-			dead++
-		default:
-			dead++
-		}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, nil, 0, fmt.Errorf("stat journal: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, 0, fmt.Errorf("read journal: %w", err)
+	if j.cLive == nil || st.Ino != j.cIno || st.Size < j.cOff {
+		j.cIno, j.cOff, j.cLive, j.cOrder, j.cDead = st.Ino, 0, map[string]*Entry{}, nil, 0
 	}
-	return live, order, dead, nil
+	if st.Size > j.cOff {
+		b := make([]byte, st.Size-j.cOff)
+		if _, err := f.ReadAt(b, j.cOff); err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, 0, fmt.Errorf("read journal: %w", err)
+		}
+		// Only whole lines: a trailing fragment is a record being torn by a
+		// kill; the next append starts a new line after it.
+		end := bytes.LastIndexByte(b, '\n') + 1
+		for _, line := range bytes.Split(b[:end], []byte("\n")) {
+			j.replay(bytes.TrimSpace(line))
+		}
+		j.cOff += int64(end)
+	}
+	return j.cLive, j.cOrder, j.cDead, nil
+}
+
+// replay applies one record to the cached state.
+func (j *journal) replay(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		// A record torn by a kill mid-write: the host was not touched after it
+		// (Record returns only after fsync), so skipping it is safe.
+		j.log.Warn("journal: skipping unreadable record", "file", j.path(), "err", err)
+		j.cDead++
+		return
+	}
+	switch r.Op {
+	case recApply:
+		if r.Entry == nil {
+			j.cDead++
+			return
+		}
+		e := *r.Entry
+		if _, ok := j.cLive[e.ID]; !ok {
+			j.cOrder = append(j.cOrder, e.ID)
+		}
+		j.cLive[e.ID] = &e
+	case recUndo:
+		if e, ok := j.cLive[r.ID]; ok {
+			e.Undo = r.Undo
+		}
+		j.cDead++
+	case recApplied:
+		if e, ok := j.cLive[r.ID]; ok {
+			e.Applied = true
+		}
+		j.cDead++
+	case recReverted:
+		if _, ok := j.cLive[r.ID]; ok {
+			delete(j.cLive, r.ID)
+			j.cOrder = slices.DeleteFunc(j.cOrder, func(id string) bool { return id == r.ID })
+			j.cDead++ // the apply record is dead now too
+		}
+		j.cDead++
+	default:
+		j.cDead++
+	}
 }
 
 // append writes r and fsyncs it (caller holds the lock).
-func (j *journal) append(r record) error {
+func (j *journal) append(r record) error { return j.write(r, true) }
+
+// appendNoSync writes r without waiting for the disk: for records whose loss in
+// a power cut costs nothing (the entry then looks unapplied or unreverted, and
+// the next sweep reverts it again, which is idempotent).
+func (j *journal) appendNoSync(r record) error { return j.write(r, false) }
+
+func (j *journal) write(r record, sync bool) error {
 	r.At = time.Now().UTC()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -189,6 +221,9 @@ func (j *journal) append(r record) error {
 	b = append(b, '\n')
 	if _, err := f.Write(b); err != nil {
 		return fmt.Errorf("write journal: %w", err)
+	}
+	if !sync {
+		return nil
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync journal: %w", err)

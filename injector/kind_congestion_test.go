@@ -13,7 +13,7 @@ func TestCongestionRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2", "n3", "n4")
 	in := newInjector(t)
 	// The switch port facing n1 (veth cl-n1-1 in the fabric) runs at 100 Mbit/s.
-	if out, err := runIn("cl-"+l.sandbox+"-fab", "tc", "qdisc", "add", "dev", "cl-n1-1", "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "20ms"); err != nil {
+	if out, err := runIn("cl-"+l.sandbox+"-fab", "tc", "qdisc", "replace", "dev", "cl-n1-1", "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "20ms"); err != nil {
 		t.Fatalf("shape the switch port: %v: %s", err, out)
 	}
 	victim := func() float64 {
@@ -24,7 +24,7 @@ func TestCongestionRoundTrip(t *testing.T) {
 	t.Logf("victim alone %.0f Mbit/s in %s", alone, time.Since(t0))
 	f := mustParse(t, in, "congestion", map[string]string{"nic": "rdma0", "senders": "n2,n3", "rate": "100mbit", "proto": "udp"})
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-		if p := taggedAll(); len(p) != 4 {
+		if p := tagged(e.ID); len(p) != 4 {
 			t.Errorf("want 2 iperf3 servers and 2 clients, found tagged processes %v", p)
 		}
 		mustContain(t, "ss -tn", l.run(t, "n1", "ss", "-tn"), l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")

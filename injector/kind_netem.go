@@ -12,7 +12,7 @@ import (
 // project's CI kernel lacks it). There is no honest substitute for delay, so
 // without netem they refuse with ErrUnsupported instead of approximating.
 
-// Delay adds latency (and optionally jitter) to what a NIC sends (netem, root c1:).
+// Delay adds latency (and optionally jitter) to what a NIC sends (netem, root c2:).
 type Delay struct {
 	NIC    string   `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
 	Delay  Duration `json:"delay" param:"delay,required" doc:"added one-way delay, 10us to 10s"`
@@ -126,7 +126,7 @@ func (f *Jitter) base() Duration {
 }
 
 func netemCommand(nic, args string) []string {
-	return []string{fmt.Sprintf("tc qdisc replace dev %s root handle c1: netem %s", nic, args)}
+	return []string{fmt.Sprintf("tc qdisc replace dev %s root handle c2: netem %s", nic, args)}
 }
 
 // Command implements Fault.
@@ -165,8 +165,8 @@ func (f *Corrupt) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{CorruptProb: float32(f.Percent) / 100})
 }
 
-// applyNetem puts a netem qdisc at the root of nic (handle c1:); its undo is
-// nic-rate's, which deletes commlab's root qdisc.
+// applyNetem puts a netem qdisc at the root of nic (handle c2:); its undo is
+// nic-rate's, which puts the prior root qdisc back.
 func applyNetem(ctx context.Context, t Target, op *Op, nic string, attrs netlink.NetemQdiscAttrs) (Undo, error) {
 	if !Probe(ctx).Netem {
 		return nil, Features{}.Has(NeedNetem)
@@ -180,15 +180,15 @@ func applyNetem(ctx context.Context, t Target, op *Op, nic string, attrs netlink
 	if err != nil {
 		return nil, err
 	}
-	root, err := rootQdisc(h, l)
+	prior, err := readPriorRoot(h, l)
 	if err != nil {
 		return nil, err
 	}
-	if foreignRoot(root) {
-		return nil, fmt.Errorf("%w: %s already has a root qdisc %s %s that commlab did not add; refusing to replace it",
-			ErrConflict, nic, root.Type(), netlink.HandleStr(root.Attrs().Handle))
+	// netem replaces the lab's base tbf; its own rate keeps the link's speed.
+	if prior.Kind == "tbf" {
+		attrs.Rate64 = prior.Rate
 	}
-	u := &nicRateUndo{Target: t, NIC: nic, Index: l.Attrs().Index, Egress: true, TxQLen: l.Attrs().TxQLen}
+	u := &nicRateUndo{Target: t, NIC: nic, Index: l.Attrs().Index, Egress: true, TxQLen: l.Attrs().TxQLen, Prior: prior}
 	if err := op.Record(u); err != nil {
 		return nil, err
 	}

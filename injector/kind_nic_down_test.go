@@ -39,7 +39,7 @@ func TestNICFlapRoundTrip(t *testing.T) {
 		if seen["down"] == 0 || seen["up"] == 0 {
 			t.Errorf("ip link over 600ms of a 300ms flap: %v, want both states", seen)
 		}
-		if p := taggedAll(); len(p) != 1 {
+		if p := tagged(e.ID); len(p) != 1 {
 			t.Errorf("flap driver processes: %v, want one", p)
 		}
 	})
@@ -51,11 +51,12 @@ func TestNICFlapDeadline(t *testing.T) {
 	l := newLab(t, 1500, "n1")
 	in := newInjector(t)
 	f := mustParse(t, in, "nic-flap", map[string]string{"nic": "rdma0", "period": "200ms", "duty": "90%"})
-	if _, err := in.Apply(ctxT(t), l.target("n1"), f, time.Second); err != nil {
+	e, err := in.Apply(ctxT(t), l.target("n1"), f, time.Second)
+	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(4 * time.Second)
-	for len(taggedAll()) > 0 {
+	for len(tagged(e.ID)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("flap driver still running 3s after its deadline")
 		}

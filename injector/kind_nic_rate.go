@@ -9,9 +9,11 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// NICRate limits a NIC's rate with tbf: outbound on the NIC itself (root qdisc
-// c1:), inbound on an ifb device cl-i<nic> that the NIC's arriving traffic is
-// redirected to (clsact + u32 + mirred), since a qdisc only shapes what it sends.
+// NICRate limits a NIC's rate with tbf. Outbound, a tbf c2: becomes the NIC's
+// root qdisc, replacing the lab's base tbf c1: (journaled and put back on
+// revert). Inbound, the NIC's arriving traffic is redirected (clsact, u32,
+// mirred) to an ifb device cl-i<nic> shaped by a tbf, since a qdisc only shapes
+// what it sends.
 type NICRate struct {
 	NIC       string    `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
 	Rate      Rate      `json:"rate" param:"rate,required" doc:"rate with a unit, 8kbit to 100gbit, e.g. 100mbit"`
@@ -79,13 +81,13 @@ func (f *NICRate) Command(t Target) []string {
 	tbf := fmt.Sprintf("tbf rate %s burst %db limit %db", f.Rate, burst, limit)
 	var out []string
 	if f.Direction.Out() {
-		out = append(out, fmt.Sprintf("tc qdisc replace dev %s root handle c1: %s", f.NIC, tbf))
+		out = append(out, fmt.Sprintf("tc qdisc replace dev %s root handle c2: %s", f.NIC, tbf))
 	}
 	if f.Direction.In() {
 		ifb := ifbName(f.NIC)
 		out = append(out,
 			fmt.Sprintf("ip link add %s type ifb && ip link set %s up", ifb, ifb),
-			fmt.Sprintf("tc qdisc replace dev %s root handle c1: %s", ifb, tbf),
+			fmt.Sprintf("tc qdisc replace dev %s root handle c2: %s", ifb, tbf),
 			fmt.Sprintf("tc qdisc add dev %s clsact", f.NIC),
 			fmt.Sprintf("tc filter add dev %s ingress prio %d u32 match u32 0 0 action mirred egress redirect dev %s", f.NIC, ownPrio, ifb))
 	}
@@ -106,13 +108,8 @@ func (f *NICRate) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	idx, mtu := l.Attrs().Index, l.Attrs().MTU
 	u := &nicRateUndo{Target: t, NIC: f.NIC, Index: idx, TxQLen: l.Attrs().TxQLen}
 	if f.Direction.Out() {
-		root, err := rootQdisc(h, l)
-		if err != nil {
+		if u.Prior, err = readPriorRoot(h, l); err != nil {
 			return nil, err
-		}
-		if foreignRoot(root) {
-			return nil, fmt.Errorf("%w: %s already has a root qdisc %s %s that commlab did not add; refusing to replace it",
-				ErrConflict, f.NIC, root.Type(), netlink.HandleStr(root.Attrs().Handle))
 		}
 		u.Egress = true
 		if err := op.Record(u); err != nil {
@@ -185,6 +182,8 @@ type nicRateUndo struct {
 	// TxQLen is the NIC's queue length before: the kernel raises a zero queue
 	// length (veth) to 1000 when a queueing qdisc is attached.
 	TxQLen int `json:"txqlen"`
+	// Prior is the root qdisc the fault replaced (Egress only).
+	Prior priorRoot `json:"prior"`
 }
 
 // Revert implements Undo: the ingress filter goes before the ifb it redirects to,
@@ -205,7 +204,7 @@ func (u *nicRateUndo) Revert(ctx context.Context) error {
 			}
 		}
 		if u.Egress {
-			if err := delOwnRoot(h, u.Index); err != nil {
+			if err := restoreRoot(h, u.Index, u.Prior); err != nil {
 				return err
 			}
 			if l.Attrs().TxQLen != u.TxQLen && u.TxQLen >= 0 {

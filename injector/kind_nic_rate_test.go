@@ -38,7 +38,7 @@ func roundTrip(t *testing.T, l *testLab, in *Injector, node string, f Fault, obs
 	if list, _ := in.List(); len(list) != 0 {
 		t.Errorf("journal still lists %v", list)
 	}
-	if p := taggedAll(); len(p) != 0 {
+	if p := tagged(e.ID); len(p) != 0 {
 		t.Errorf("tagged processes left: %v", p)
 	}
 }
@@ -57,8 +57,8 @@ func TestNICRateRoundTrip(t *testing.T) {
 	in := newInjector(t)
 	f := mustParse(t, in, "nic-rate", map[string]string{"nic": "rdma0", "rate": "40mbit", "direction": "both"})
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-		mustContain(t, "tc -s qdisc show dev rdma0", l.run(t, "n1", "tc", "-s", "qdisc", "show", "dev", "rdma0"), "qdisc tbf c1: root", "rate 40Mbit", "qdisc clsact ffff:")
-		mustContain(t, "tc qdisc show dev cl-irdma0", l.run(t, "n1", "tc", "qdisc", "show", "dev", "cl-irdma0"), "qdisc tbf c1: root", "rate 40Mbit")
+		mustContain(t, "tc -s qdisc show dev rdma0", l.run(t, "n1", "tc", "-s", "qdisc", "show", "dev", "rdma0"), "qdisc tbf c2: root", "rate 40Mbit", "qdisc clsact ffff:")
+		mustContain(t, "tc qdisc show dev cl-irdma0", l.run(t, "n1", "tc", "qdisc", "show", "dev", "cl-irdma0"), "qdisc tbf c2: root", "rate 40Mbit")
 		mustContain(t, "tc filter show dev rdma0 ingress", l.run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "ingress"), "pref 193 u32", "Egress Redirect to device cl-irdma0")
 		for _, dir := range []struct {
 			name string

@@ -125,6 +125,18 @@ func newLab(t testing.TB, mtu int, nodes ...string) *testLab {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Like labs/netns: a base tbf c1: at the link's rate on both ends.
+			rate := []Rate{100e6, 10e9}[j]
+			for _, end := range []struct {
+				h *netlink.Handle
+				l netlink.Link
+			}{{fh, p}, {nh, nl}} {
+				q := newTbf(end.l.Attrs().Index, netlink.HANDLE_ROOT, rate, m)
+				q.Handle = netlink.MakeHandle(0xc1, 0)
+				if err := end.h.QdiscReplace(q); err != nil {
+					t.Fatalf("base tbf on %s: %v", end.l.Attrs().Name, err)
+				}
+			}
 			addr, _ := netlink.ParseAddr(fmt.Sprintf("198.18.%d.%d/24", j, 10+i))
 			if err := nh.AddrAdd(nl, addr); err != nil {
 				t.Fatal(err)
@@ -373,15 +385,12 @@ func (l *testLab) snapshot(t testing.TB, node string) string {
 	return b.String()
 }
 
-// taggedAll lists every process tagged by any fault.
-func taggedAll() []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && strings.Contains(string(env), tagEnv+"=") && procStart(mustAtoi(e.Name())) != 0 {
-			out = append(out, e.Name())
-		}
+// taggedWith lists the processes tagged with any of the fault ids (other
+// programs on the host, e.g. other packages' tests, may run faults of their own).
+func taggedWith(ids map[string]bool) []Proc {
+	var out []Proc
+	for id := range ids {
+		out = append(out, tagged(id)...)
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func netlinkAt(t Target) (*netlink.Handle, error) {
 		return nil, err
 	}
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("netlink in %s: %w", t.netnsName(), err)
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -30,19 +33,90 @@ type nftChain struct {
 	comment string
 }
 
+// nftConns keeps one nftables netlink socket per namespace (by inode; an open
+// socket keeps its namespace, so the inode cannot be reused meanwhile). Closing
+// such a socket makes nf_tables wait for its pending frees under its commit
+// lock, an RCU grace period (~10 ms) that would also stall the next fault in
+// that namespace; idle sockets are closed in the background instead.
+var nftConns = struct {
+	sync.Mutex
+	m       map[uint64]*nftCached
+	janitor bool
+}{m: map[uint64]*nftCached{}}
+
+type nftCached struct {
+	c    *nftables.Conn
+	last time.Time
+}
+
+// nftIdle is how long an unused socket stays open.
+const nftIdle = 30 * time.Second
+
+// nftConn returns the nftables connection for t's namespace; release(true)
+// drops it (after an error, so the next call starts afresh).
+func nftConn(t Target) (c *nftables.Conn, release func(failed bool), err error) {
+	ns, err := openNS(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ns.Close() // the socket, once open, stays in the namespace
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ns), &st); err != nil {
+		return nil, nil, fmt.Errorf("stat namespace %s: %w", t.netnsName(), err)
+	}
+	nftConns.Lock()
+	defer nftConns.Unlock()
+	cc, ok := nftConns.m[st.Ino]
+	if !ok {
+		conn, err := nftables.New(nftables.WithNetNSFd(int(ns)), nftables.AsLasting())
+		if err != nil {
+			return nil, nil, fmt.Errorf("nftables in %s: %w", t.netnsName(), err)
+		}
+		cc = &nftCached{c: conn}
+		nftConns.m[st.Ino] = cc
+		if !nftConns.janitor {
+			nftConns.janitor = true
+			go nftJanitor()
+		}
+	}
+	cc.last = time.Now()
+	return cc.c, func(failed bool) {
+		if !failed {
+			return
+		}
+		nftConns.Lock()
+		defer nftConns.Unlock()
+		if nftConns.m[st.Ino] == cc {
+			delete(nftConns.m, st.Ino)
+			go cc.c.CloseLasting()
+		}
+	}, nil
+}
+
+// nftJanitor closes sockets unused for nftIdle; it runs for the life of the process.
+func nftJanitor() {
+	for range time.Tick(nftIdle / 3) {
+		nftConns.Lock()
+		for ino, cc := range nftConns.m {
+			if time.Since(cc.last) > nftIdle {
+				delete(nftConns.m, ino)
+				go cc.c.CloseLasting()
+			}
+		}
+		nftConns.Unlock()
+	}
+}
+
 // nftAdd adds chains to the sandbox's table of family fam in t's namespace, in one
-// transaction: either all of them exist afterwards or none.
+// transaction (either all of them exist afterwards or none), and reads them back.
 func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
 	return withHostLock("nft", func() error {
-		ns, err := openNS(t)
+		c, release, err := nftConn(t)
 		if err != nil {
 			return err
 		}
-		defer ns.Close()
-		c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
-		if err != nil {
-			return fmt.Errorf("nftables in %s: %w", t.netnsName(), err)
-		}
+		failed := true
+		defer func() { release(failed) }()
 		tab := c.AddTable(nftTable(t.Sandbox, fam))
 		for _, ch := range chains {
 			policy := nftables.ChainPolicyAccept
@@ -59,6 +133,16 @@ func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
 		if err := c.Flush(); err != nil {
 			return fmt.Errorf("add nftables chains to table %s in %s: %w", tab.Name, t.netnsName(), err)
 		}
+		have, err := c.ListChainsOfTableFamily(fam)
+		if err != nil {
+			return fmt.Errorf("read back nftables chains in %s: %w", t.netnsName(), err)
+		}
+		for _, ch := range chains {
+			if !slices.ContainsFunc(have, func(h *nftables.Chain) bool { return h.Table.Name == tab.Name && h.Name == ch.name }) {
+				return fmt.Errorf("read back: chain %s missing from table %s in %s", ch.name, tab.Name, t.netnsName())
+			}
+		}
+		failed = false
 		return nil
 	})
 }
@@ -67,18 +151,15 @@ func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
 // the table once no chain is left. Missing chains, table or namespace are fine.
 func nftDel(t Target, fam nftables.TableFamily, names []string) error {
 	return withHostLock("nft", func() error {
-		ns, err := openNS(t)
+		c, release, err := nftConn(t)
 		if errors.Is(err, errGone) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		defer ns.Close()
-		c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
-		if err != nil {
-			return fmt.Errorf("nftables in %s: %w", t.netnsName(), err)
-		}
+		failed := true
+		defer func() { release(failed) }()
 		tab := nftTable(t.Sandbox, fam)
 		chains, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
@@ -114,11 +195,13 @@ func nftDel(t Target, fam nftables.TableFamily, names []string) error {
 			c.DelTable(tab)
 		}
 		if deleted == 0 && !(left == 0 && tableExists) {
+			failed = false
 			return nil
 		}
 		if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("delete nftables chains %v of %s in %s: %w", names, tab.Name, t.netnsName(), err)
 		}
+		failed = false
 		return nil
 	})
 }

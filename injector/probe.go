@@ -144,17 +144,21 @@ func probe(ctx context.Context) Features {
 		return f
 	}
 	idx := link.Attrs().Index
-	root := netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)}
+	// Each kind gets its own handle: replacing a root qdisc by one of another
+	// kind under the same handle is refused whatever the kernel supports.
+	root := func(major uint16) netlink.QdiscAttrs {
+		return netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(major, 0)}
+	}
 	try := func(q netlink.Qdisc) error { return h.QdiscReplace(q) }
-	if err := try(&netlink.Tbf{QdiscAttrs: root, Rate: 125000, Limit: 10000, Buffer: netlink.Xmittime(125000, 3000)}); err == nil {
+	if err := try(&netlink.Tbf{QdiscAttrs: root(1), Rate: 125000, Limit: 10000, Buffer: netlink.Xmittime(125000, 3000)}); err == nil {
 		f.TBF = true
 	} else {
 		f.Notes[string(NeedTBF)] = err.Error()
 	}
-	if err := try(netlink.NewHtb(root)); err == nil {
+	if err := try(netlink.NewHtb(root(2))); err == nil {
 		f.HTB = true
 	}
-	if err := try(netlink.NewNetem(root, netlink.NetemQdiscAttrs{Latency: 1000})); err == nil {
+	if err := try(netlink.NewNetem(root(3), netlink.NetemQdiscAttrs{Latency: 1000})); err == nil {
 		f.Netem = true
 	} else {
 		f.Notes[string(NeedNetem)] = "sch_netem: " + err.Error()

@@ -8,10 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tc objects commlab owns carry major handle 0xc1 (written c1: by tc) or filter
-// priority 0xc1; commlab deletes nothing else.
+// Fault qdiscs carry major handle 0xc2 (written c2: by tc) and fault filters
+// priority 0xc1; the injector deletes no other tc object. (labs/netns shapes
+// every link with a base tbf c1:, which a rate fault replaces and restores.)
 const (
-	ownMajor  = 0xc1
+	ownMajor  = 0xc2
 	ownPrio   = 0xc1
 	ownQdisc  = ownMajor << 16
 	clsactIn  = 0xfffffff2 // parent of clsact's ingress filters (ffff:fff2)
@@ -52,18 +53,42 @@ func rootQdisc(h *netlink.Handle, l netlink.Link) (netlink.Qdisc, error) {
 	return nil, nil
 }
 
-// foreignRoot reports a root qdisc configured by someone else (the kernel's
-// defaults have handle 0: and come back by themselves when ours is deleted).
-func foreignRoot(q netlink.Qdisc) bool {
-	if q == nil {
-		return false
-	}
-	maj := q.Attrs().Handle >> 16
-	return maj != 0 && maj != ownMajor
+// priorRoot is a NIC's root qdisc before a fault replaced it: the kernel's
+// default (Kind ""), which comes back by itself when the fault's qdisc is
+// deleted, or a tbf (labs/netns's base shaping), which is put back as it was.
+type priorRoot struct {
+	Kind     string `json:"kind,omitempty"`
+	Handle   uint32 `json:"handle,omitempty"`
+	Rate     uint64 `json:"rate,omitempty"`
+	Limit    uint32 `json:"limit,omitempty"`
+	Buffer   uint32 `json:"buffer,omitempty"`
+	Peakrate uint64 `json:"peakrate,omitempty"`
+	Minburst uint32 `json:"minburst,omitempty"`
 }
 
-// delOwnRoot deletes the root qdisc of link index idx if it is ours.
-func delOwnRoot(h *netlink.Handle, idx int) error {
+// readPriorRoot reads what a fault's root qdisc will replace on l; it refuses a
+// root qdisc it could not put back, and one that already is a fault's.
+func readPriorRoot(h *netlink.Handle, l netlink.Link) (priorRoot, error) {
+	q, err := rootQdisc(h, l)
+	if err != nil || q == nil || q.Attrs().Handle>>16 == 0 {
+		return priorRoot{}, err
+	}
+	name := l.Attrs().Name
+	if q.Attrs().Handle == ownQdisc {
+		return priorRoot{}, fmt.Errorf("%w: %s already has a fault's root qdisc %s %s", ErrConflict, name, q.Type(), netlink.HandleStr(q.Attrs().Handle))
+	}
+	tbf, ok := q.(*netlink.Tbf)
+	if !ok {
+		return priorRoot{}, fmt.Errorf("%w: %s has a root qdisc %s %s that commlab cannot put back; refusing to replace it",
+			ErrConflict, name, q.Type(), netlink.HandleStr(q.Attrs().Handle))
+	}
+	return priorRoot{Kind: "tbf", Handle: tbf.Handle, Rate: tbf.Rate, Limit: tbf.Limit, Buffer: tbf.Buffer, Peakrate: tbf.Peakrate, Minburst: tbf.Minburst}, nil
+}
+
+// restoreRoot replaces a fault's root qdisc on link index idx by the prior one
+// (or deletes it when the prior was the kernel's default). A root qdisc that is
+// not a fault's is left alone: the revert already happened.
+func restoreRoot(h *netlink.Handle, idx int, p priorRoot) error {
 	l, err := h.LinkByIndex(idx)
 	if isGone(err) {
 		return nil
@@ -75,11 +100,26 @@ func delOwnRoot(h *netlink.Handle, idx int) error {
 	if err != nil || q == nil || q.Attrs().Handle != ownQdisc {
 		return err
 	}
-	if err := h.QdiscDel(q); err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("delete root qdisc c1: on %s: %w", l.Attrs().Name, err)
+	name := l.Attrs().Name
+	switch p.Kind {
+	case "":
+		if err := h.QdiscDel(q); err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("delete root qdisc c2: on %s: %w", name, err)
+		}
+	case "tbf":
+		t := &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: p.Handle},
+			Rate: p.Rate, Limit: p.Limit, Buffer: p.Buffer, Peakrate: p.Peakrate, Minburst: p.Minburst}
+		if err := h.QdiscReplace(t); err != nil {
+			return fmt.Errorf("put back tbf %s on %s: %w", netlink.HandleStr(p.Handle), name, err)
+		}
+	default:
+		return fmt.Errorf("journaled prior qdisc %q on %s: commlab cannot restore it", p.Kind, name)
 	}
 	return nil
 }
+
+// delOwnRoot deletes the root qdisc of link index idx if it is a fault's.
+func delOwnRoot(h *netlink.Handle, idx int) error { return restoreRoot(h, idx, priorRoot{}) }
 
 // hasClsact reports whether link idx has a clsact or ingress qdisc (ffff:).
 func hasClsact(h *netlink.Handle, l netlink.Link) (bool, error) {

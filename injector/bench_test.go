@@ -1,0 +1,133 @@
+package injector
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInjectorBench prints the injector's benchmark tables (scripts/bench-injector.sh
+// runs it): apply and revert latency per kind, nic-rate precision, loss precision.
+// It only runs with COMMLAB_INJECTOR_BENCH=1; COMMLAB_BENCH_ITER sets the
+// iterations per kind (default 100).
+func TestInjectorBench(t *testing.T) {
+	if os.Getenv("COMMLAB_INJECTOR_BENCH") != "1" {
+		t.Skip("set COMMLAB_INJECTOR_BENCH=1 (scripts/bench-injector.sh)")
+	}
+	iter := 100
+	if v, err := strconv.Atoi(os.Getenv("COMMLAB_BENCH_ITER")); err == nil && v > 0 {
+		iter = v
+	}
+	f := Probe(ctxT(t))
+	fmt.Printf("\nkernel features: tbf=%v htb=%v netem=%v ifb=%v mirred=%v nftables=%v nft-egress=%v cgroup=%s\n",
+		f.TBF, f.HTB, f.Netem, f.IFB, f.Mirred, f.Nftables, f.NftEgress, f.Cgroup)
+	only := os.Getenv("COMMLAB_BENCH_ONLY") // latency, rate or loss
+	if only == "" || only == "latency" {
+		benchLatency(t, iter)
+	}
+	if only == "" || only == "rate" {
+		benchRate(t)
+	}
+	if only == "" || only == "loss" {
+		benchLoss(t)
+	}
+}
+
+func benchLatency(t *testing.T, iter int) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	ctx := ctxT(t)
+	kinds := []struct {
+		kind   string
+		params map[string]string
+		iter   int
+	}{
+		{"nic-rate", map[string]string{"nic": "rdma0", "rate": "100mbit"}, iter},
+		{"nic-rate", map[string]string{"nic": "rdma0", "rate": "100mbit", "direction": "in"}, iter},
+		{"loss", map[string]string{"nic": "rdma0", "percent": "1%"}, iter},
+		{"loss", map[string]string{"nic": "rdma0", "percent": "1%", "direction": "both"}, iter},
+		{"roce-drop", map[string]string{"nic": "rdma0"}, iter},
+		{"port-block", map[string]string{"ports": "29500"}, iter},
+		{"nic-down", map[string]string{"nic": "rdma0"}, iter},
+		{"mtu-mismatch", map[string]string{"nic": "rdma0", "mtu": "1400"}, iter},
+		{"wrong-route", map[string]string{"to": "198.18.1.0/24", "nic": "eth0"}, iter},
+		{"env-force", map[string]string{"vars": "NCCL_P2P_DISABLE=1"}, iter},
+		{"cpu-squeeze", map[string]string{"cpus": "0.5"}, iter},
+		{"mem-pressure", map[string]string{"limit": "512MiB"}, iter},
+		{"shm-small", map[string]string{"size": "1MiB"}, max(iter/4, 5)},
+		{"nic-flap", map[string]string{"nic": "rdma0", "period": "10s"}, max(iter/4, 5)},
+		{"congestion", map[string]string{"nic": "rdma0", "senders": "n2", "rate": "10mbit"}, max(iter/10, 5)},
+	}
+	fmt.Printf("\n### Apply and revert latency (ms), %s\n\n", "journal fsync included")
+	fmt.Println("| kind | params | n | apply p50 | apply p99 | revert p50 | revert p99 |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	for _, k := range kinds {
+		f := mustParse(t, in, k.kind, k.params)
+		var ap, rv []time.Duration
+		for range k.iter {
+			t0 := time.Now()
+			e, err := in.Apply(ctx, l.target("n1"), f, time.Minute)
+			if err != nil {
+				t.Fatalf("%s: %v", k.kind, err)
+			}
+			t1 := time.Now()
+			if err := in.Revert(ctx, e.ID); err != nil {
+				t.Fatalf("%s: %v", k.kind, err)
+			}
+			ap, rv = append(ap, t1.Sub(t0)), append(rv, time.Since(t1))
+		}
+		fmt.Printf("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f |\n", k.kind, paramText(k.params), k.iter,
+			ms(pct(ap, 50)), ms(pct(ap, 99)), ms(pct(rv, 50)), ms(pct(rv, 99)))
+	}
+}
+
+func benchRate(t *testing.T) {
+	fmt.Printf("\n### nic-rate precision (iperf3 TCP, n1 to n2, 3 s after 1 s omitted)\n\n")
+	fmt.Println("| MTU | asked Mbit/s | iperf3 goodput | error | tbf wire rate | error |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	for _, mtu := range []int{9000, 1500} {
+		l := newLab(t, mtu, "n1", "n2")
+		in := newInjector(t)
+		for _, rate := range []string{"10mbit", "100mbit", "1000mbit"} {
+			asked, got, wire := rateRun(t, l, in, rate, 3)
+			fmt.Printf("| %d | %.0f | %.1f | %+.1f%% | %.1f | %+.1f%% |\n", mtu, asked, got, 100*(got/asked-1), wire, 100*(wire/asked-1))
+		}
+	}
+}
+
+func benchLoss(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	fmt.Printf("\n### loss precision (UDP datagrams n2 to n1, loss on n1's rdma0 inbound)\n\n")
+	fmt.Println("| asked | datagrams | measured | 99 % binomial interval | inside |")
+	fmt.Println("|---:|---:|---:|---|---|")
+	for _, c := range []struct {
+		pct string
+		n   int
+	}{{"0.1%", 100000}, {"1%", 50000}, {"10%", 20000}} {
+		sent, _, got, lo, hi := lossRun(t, l, in, c.pct, c.n)
+		fmt.Printf("| %s | %d | %.3f%% | %.3f%% – %.3f%% | %v |\n", c.pct, sent, 100*got, 100*max(lo, 0), 100*hi, got >= lo && got <= hi)
+	}
+}
+
+func paramText(p map[string]string) string {
+	var out []string
+	for k, v := range p {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	return s[min(max(i-1, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

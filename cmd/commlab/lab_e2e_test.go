@@ -4,13 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/commlab/commlab/grader"
 	"github.com/commlab/commlab/labs/session"
-	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/labs/record"
 )
 
 // labFixture starts a lab of a shipped scenario with a given seed, as root, on real
@@ -151,6 +150,141 @@ func TestLabRailThrottled(t *testing.T) {
 	}
 }
 
+// TestLabs runs every namespace scenario that has no dedicated test with a scripted
+// learner: the evidence command in a real shell, then (b) right answer with evidence
+// from the wrong command gets no evidence credit, (c) the wrong location fails, (d) a
+// fix that does not fix fails the remediation, and (a) the right answer with real
+// evidence (and a real fix where the lab asks for one) passes.
+func TestLabs(t *testing.T) {
+	other := func(n string, all ...string) string {
+		for _, x := range all {
+			if x != n {
+				return x
+			}
+		}
+		return ""
+	}
+	tests := []struct {
+		id       string
+		seed     uint64
+		evidence func(v map[string]string) (node, line string)
+		wrong    func(v map[string]string) map[string]string
+		badFix   func(v map[string]string) (node, line string)
+		fix      func(v map[string]string) (node, line string)
+	}{
+		{
+			id: "ch08-switch-congestion", seed: 5,
+			evidence: func(v map[string]string) (string, string) { return v["victim"], "ss -tn" },
+			wrong: func(v map[string]string) map[string]string {
+				return map[string]string{"port": other(v["victim"], "node1", "node2")}
+			},
+		},
+		{
+			id: "ch08-link-loss", seed: 7,
+			evidence: func(v map[string]string) (string, string) { return v["node"], "nft list ruleset" },
+			wrong: func(v map[string]string) map[string]string {
+				return map[string]string{"node": other(v["node"], "node1", "node2", "node3"), "nic": "rdma0"}
+			},
+			badFix: func(v map[string]string) (string, string) {
+				return other(v["node"], "node1", "node2"), "tc qdisc show dev rdma0"
+			},
+			fix: func(v map[string]string) (string, string) { return v["node"], "nft flush ruleset" },
+		},
+		{
+			id: "ch09-roce-retry-exceeded", seed: 11,
+			evidence: func(v map[string]string) (string, string) { return "node1", "grep 'error 12' train.log" },
+			wrong: func(v map[string]string) map[string]string {
+				return map[string]string{"node": other(v["node"], "node1", "node2"), "nic": "rdma0"}
+			},
+			badFix: func(v map[string]string) (string, string) { return other(v["node"], "node1", "node2"), "nft flush ruleset" },
+			fix:    func(v map[string]string) (string, string) { return v["node"], "nft flush ruleset" },
+		},
+		{
+			id: "ch07-wrong-interface", seed: 13,
+			evidence: func(v map[string]string) (string, string) { return "node1", "grep 'NET/Socket : Using' train.log" },
+			wrong: func(v map[string]string) map[string]string {
+				return map[string]string{"node": other(v["node"], "node1", "node2")}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			l := labFixture(t, tt.id, tt.seed)
+			v := l.Variant.Values
+			sc := l.Variant.Scenario
+			node, line := tt.evidence(v)
+			var seq int
+			// Logs appear once the workload has run with the fault: poll for the signal.
+			for try := 0; ; try++ {
+				seq = typeAndWait(t, l, node, line)
+				cmds, _ := mustTerm(t, l, node).Commands()
+				if patternMatches(t, l, node, cmds[seq-1]) || try == 20 {
+					t.Logf("%s#%d %s:\n%s", node, seq, line, cmds[seq-1].Output)
+					break
+				}
+				time.Sleep(3 * time.Second)
+			}
+			decoy := typeAndWait(t, l, node, "ip -br link")
+			ts, err := l.Transcripts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dry := func(d grader.Diagnosis, m *grader.Measurement) grader.Result {
+				r, err := grader.Grade(grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts, Remediation: m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			loc := l.Variant.Location()
+			class := sc.Diagnosis.Class
+			real := []grader.EvidenceRef{{Terminal: node, Seq: seq}}
+			if r := dry(grader.Diagnosis{Class: class, Location: loc, Evidence: []grader.EvidenceRef{{Terminal: node, Seq: decoy}}}, nil); criterion(r, "evidence") != 0 {
+				t.Errorf("(b) unrelated output earned evidence credit: %+v", r)
+			}
+			if r := dry(grader.Diagnosis{Class: class, Location: tt.wrong(v), Evidence: real}, nil); r.Passed {
+				t.Errorf("(c) the wrong location passed: %+v", r)
+			}
+			if tt.badFix != nil {
+				n, cmd := tt.badFix(v)
+				typeAndWait(t, l, n, cmd)
+				bw, err := l.Measure(context.Background())
+				t.Logf("after a fix that does not fix: %.4f GB/s (%v), baseline %.4f", bw, err, l.Baseline())
+				r := dry(grader.Diagnosis{Class: class, Location: loc, Evidence: real}, &grader.Measurement{Baseline: l.Baseline(), After: bw})
+				if criterion(r, "remediation") != 0 {
+					t.Errorf("(d) a fix that does not fix earned remediation credit: %+v", r)
+				}
+			}
+			if tt.fix != nil {
+				n, cmd := tt.fix(v)
+				typeAndWait(t, l, n, cmd)
+			}
+			res, err := l.Grade(context.Background(), grader.Diagnosis{Class: class, Location: loc, Evidence: real})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("(a) %+v", res)
+			if !res.Passed || criterion(res, "evidence") == 0 || (sc.Remediation != nil && criterion(res, "remediation") == 0) {
+				t.Errorf("(a) the right diagnosis with real evidence did not pass fully: %+v", res)
+			}
+		})
+	}
+}
+
+// patternMatches reports whether a command shows one of the variant's evidence signals.
+func patternMatches(t *testing.T, l *session.Lab, node string, c record.Command) bool {
+	ps, err := l.Variant.Evidence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if (p.Node == "" || p.Node == node) && p.Command.MatchString(c.Line) && p.Output.MatchString(c.Output) {
+			return true
+		}
+	}
+	return false
+}
+
 func mustTerm(t *testing.T, l *session.Lab, node string) *session.Terminal {
 	term, ok := l.Terminal(node)
 	if !ok {
@@ -168,5 +302,3 @@ func criterion(r grader.Result, name string) float64 {
 	return 0
 }
 
-var _ = strings.Contains
-var _ = scenarios.SeedFor

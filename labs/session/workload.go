@@ -155,3 +155,10 @@ func (s *Samples) Subscribe() ([]Sample, <-chan Sample, func()) {
 		delete(s.subs, ch)
 	}
 }
+
+// Measure runs the workload once now and returns its busbw (an instructor's "measure
+// now", and tests). A failing workload measures 0.
+func (l *Lab) Measure(ctx context.Context) (float64, error) { return l.measure(ctx) }
+
+// Baseline is the healthy busbw measured before the fault (0 when not measured).
+func (l *Lab) Baseline() float64 { return l.baseline }

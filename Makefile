@@ -21,8 +21,10 @@ $(WEB_DIST): web/frontend/package.json web/frontend/package-lock.json $(wildcard
 run: deps-run build
 	./$(BIN) serve --addr $(ADDR) --data $(DATA)
 
+# Packages run one at a time: lab tests create namespaces and cgroups, and measure
+# bandwidth and CPU, so two packages side by side would disturb each other.
 test: deps-test build lint
-	$(GO) test -count=1 -timeout 80m ./...
+	$(GO) test -p 1 -count=1 -timeout 80m ./...
 
 bench: deps-test deps-bench build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/grader"
-	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/record"
+	"github.com/commlab/commlab/labs/session"
 )
 
 // labFixture starts a lab of a shipped scenario with a given seed, as root, on real
@@ -29,14 +30,14 @@ func labFixture(t *testing.T, id string, seed uint64) *session.Lab {
 	}
 	data := t.TempDir()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inj, err := openInjector(data, log)
+	inj, err := backend.OpenInjector(data, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exe := buildSelf(t)
 	l := session.Start(context.Background(), session.Config{
-		Provider: netnsProvider{dataDir: data, exe: exe, log: log},
-		Faults:   injectorFaults{inj},
+		Provider: backend.Netns{DataDir: data, Exe: exe, Log: log},
+		Faults:   backend.Faults{In: inj},
 		DataDir:  data,
 		TTL:      10 * time.Minute,
 		Log:      log,
@@ -196,8 +197,10 @@ func TestLabs(t *testing.T) {
 			wrong: func(v map[string]string) map[string]string {
 				return map[string]string{"node": other(v["node"], "node1", "node2"), "nic": "rdma0"}
 			},
-			badFix: func(v map[string]string) (string, string) { return other(v["node"], "node1", "node2"), "nft flush ruleset" },
-			fix:    func(v map[string]string) (string, string) { return v["node"], "nft flush ruleset" },
+			badFix: func(v map[string]string) (string, string) {
+				return other(v["node"], "node1", "node2"), "nft flush ruleset"
+			},
+			fix: func(v map[string]string) (string, string) { return v["node"], "nft flush ruleset" },
 		},
 		{
 			id: "ch07-wrong-interface", seed: 13,
@@ -301,4 +304,3 @@ func criterion(r grader.Result, name string) float64 {
 	}
 	return 0
 }
-

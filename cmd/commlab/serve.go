@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server"
@@ -91,11 +92,11 @@ func startLabs(ctx context.Context, dataDir string, log *slog.Logger) (*session.
 		log.Warn("labs are off", "why", why)
 		return nil, why
 	}
-	exe, err := selfExe()
+	exe, err := os.Executable()
 	if err != nil {
-		return nil, err.Error()
+		return nil, fmt.Sprintf("find the commlab binary: %v", err)
 	}
-	inj, err := openInjector(dataDir, log)
+	inj, err := backend.OpenInjector(dataDir, log)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -111,8 +112,8 @@ func startLabs(ctx context.Context, dataDir string, log *slog.Logger) (*session.
 	}
 	go inj.Watch(ctx, time.Second)
 	return session.NewManager(ctx, session.Config{
-		Provider: netnsProvider{dataDir: dataDir, exe: exe, log: log},
-		Faults:   injectorFaults{inj},
+		Provider: backend.Netns{DataDir: dataDir, Exe: exe, Log: log},
+		Faults:   backend.Faults{In: inj},
 		DataDir:  dataDir,
 		Log:      log,
 	}), ""

@@ -1,11 +1,13 @@
-package main
+// Package backend assembles the real parts a lab session (labs/session) runs on:
+// network-namespace sandboxes (labs/netns), the collective benchmark running in their
+// nodes (bench), and the journaled fault injector (injector).
+package backend
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -17,24 +19,22 @@ import (
 	"github.com/commlab/commlab/labs/topology"
 )
 
-// This file wires the lab lifecycle (labs/session) to its real parts: network-namespace
-// sandboxes, the collective benchmark and the fault injector.
-
-// netnsProvider brings labs up as network-namespace sandboxes.
-type netnsProvider struct {
-	dataDir string
-	exe     string // the commlab binary: ranks run "commlab bench rank"
-	log     *slog.Logger
+// Netns brings labs up as network-namespace sandboxes.
+type Netns struct {
+	DataDir string
+	Exe     string // the commlab binary: ranks run "commlab bench rank"
+	Log     *slog.Logger
 }
 
-var _ session.Provider = netnsProvider{}
+var _ session.Provider = Netns{}
 
-func (p netnsProvider) Up(ctx context.Context, topo string, ttl time.Duration, progress func(string)) (session.Env, error) {
+// Up implements session.Provider.
+func (p Netns) Up(ctx context.Context, topo string, ttl time.Duration, progress func(string)) (session.Env, error) {
 	t, err := topology.Load(topo)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := netns.New(t, netns.Options{DataDir: p.dataDir, TTL: ttl, Logger: p.log})
+	sb, err := netns.New(t, netns.Options{DataDir: p.DataDir, TTL: ttl, Logger: p.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (p netnsProvider) Up(ctx context.Context, topo string, ttl time.Duration, p
 		_ = sb.Down(dctx)
 		return nil, err
 	}
-	return &netnsEnv{sb: sb, exe: p.exe}, nil
+	return &netnsEnv{sb: sb, exe: p.Exe}, nil
 }
 
 // netnsEnv is a sandbox seen by a lab.
@@ -75,7 +75,7 @@ func (e *netnsEnv) Shell(ctx context.Context, node, rc string) (session.PTY, err
 // environment, then whatever env-force faults hide on its node, as on a real cluster
 // where a profile script overrides the job script.
 func (e *netnsEnv) Workload(ctx context.Context, hosts string, argv, env []string, out io.Writer) error {
-	o, err := benchOptions(append(append([]string(nil), argv...), "--hosts", hosts))
+	o, _, err := bench.ParseArgs(append(append([]string(nil), argv...), "--hosts", hosts))
 	if err != nil {
 		return err
 	}
@@ -124,36 +124,29 @@ func (p labProc) Wait() error { return p.cmd.Wait() }
 func (p labProc) Kill() error { return p.cmd.Process.Kill() }
 func (p labProc) Pid() int    { return p.cmd.Process.Pid }
 
-// injectorFaults lets labs apply and revert faults through the journaled injector.
-type injectorFaults struct{ in *injector.Injector }
+// Faults lets labs apply and revert faults through the journaled injector.
+type Faults struct{ In *injector.Injector }
 
-var _ session.Faults = injectorFaults{}
+var _ session.Faults = Faults{}
 
-func (f injectorFaults) Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
-	fault, err := f.in.Registry().Parse(kind, params)
+// Apply implements session.Faults.
+func (f Faults) Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
+	fault, err := f.In.Registry().Parse(kind, params)
 	if err != nil {
 		return "", "", err
 	}
-	e, err := f.in.Apply(ctx, t, fault, ttl)
+	e, err := f.In.Apply(ctx, t, fault, ttl)
 	if err != nil {
 		return "", "", err
 	}
 	return e.ID, strings.Join(e.Command, "\n"), nil
 }
 
-func (f injectorFaults) Revert(ctx context.Context, id string) error { return f.in.Revert(ctx, id) }
+// Revert implements session.Faults.
+func (f Faults) Revert(ctx context.Context, id string) error { return f.In.Revert(ctx, id) }
 
-// selfExe is the running binary, for ranks and helpers started in lab nodes.
-func selfExe() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the commlab binary: %w", err)
-	}
-	return exe, nil
-}
-
-// openInjector opens the journaled injector with every built-in fault kind.
-func openInjector(dataDir string, log *slog.Logger) (*injector.Injector, error) {
+// OpenInjector opens the journaled injector with every built-in fault kind.
+func OpenInjector(dataDir string, log *slog.Logger) (*injector.Injector, error) {
 	reg, err := injector.NewRegistry(injector.Builtin()...)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,18 @@ func TestInjectorBench(t *testing.T) {
 	if only == "" || only == "loss" {
 		benchLoss(t)
 	}
+	if only == "" || only == "crash" {
+		loops := 300
+		if v, err := strconv.Atoi(os.Getenv("COMMLAB_CRASH_LOOPS")); err == nil && v > 0 {
+			loops = v
+		}
+		t0 := time.Now()
+		inflight, byKind := crashLoops(t, loops)
+		fmt.Printf("\n### Crash safety (kill -9 at a random moment of apply/revert, then sweep)\n\n")
+		fmt.Println("| loops | killed with a fault journaled | objects left after sweep | journal after sweep | time |")
+		fmt.Println("|---:|---:|---:|---|---:|")
+		fmt.Printf("| %d | %d (%s) | 0 | empty | %s |\n", loops, inflight, paramText(kindCounts(byKind)), time.Since(t0).Round(time.Second))
+	}
 }
 
 func benchLatency(t *testing.T, iter int) {
@@ -112,6 +124,14 @@ func benchLoss(t *testing.T) {
 		sent, _, got, lo, hi := lossRun(t, l, in, c.pct, c.n)
 		fmt.Printf("| %s | %d | %.3f%% | %.3f%% – %.3f%% | %v |\n", c.pct, sent, 100*got, 100*max(lo, 0), 100*hi, got >= lo && got <= hi)
 	}
+}
+
+func kindCounts(m map[string]int) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = strconv.Itoa(v)
+	}
+	return out
 }
 
 func paramText(p map[string]string) string {

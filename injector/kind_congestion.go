@@ -24,8 +24,8 @@ type Congestion struct {
 	NIC     string `json:"nic" param:"nic,required" doc:"receiving NIC of the target node, e.g. rdma0"`
 	Senders Names  `json:"senders" param:"senders,required" doc:"sending nodes of the same sandbox, e.g. n2,n3"`
 	Rate    Rate   `json:"rate" param:"rate,required" doc:"rate of each sender, 1mbit to 100gbit"`
-	Proto   string `json:"proto" param:"proto" doc:"tcp (default) or udp"`
-	Port    int    `json:"port" param:"port" doc:"first iperf3 port on the receiver; sender i uses port+i (default 5301)"`
+	Proto   string `json:"proto" param:"proto" doc:"tcp or udp"`
+	Port    int    `json:"port" param:"port" doc:"first iperf3 port on the receiver; sender i uses port+i"`
 }
 
 var _ Fault = (*Congestion)(nil)

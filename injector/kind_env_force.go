@@ -18,8 +18,8 @@ import (
 // workload launcher reads them through EnvFor.
 type EnvForce struct {
 	Vars  EnvVars `json:"vars" param:"vars,required" doc:"KEY=VALUE pairs separated by spaces, e.g. NCCL_P2P_DISABLE=1 NCCL_ALGO=Ring"`
-	Where string  `json:"where" param:"where" doc:"profile.d (default), job-env or container-env"`
-	File  string  `json:"file" param:"file" doc:"file name in profile.d (default nccl.sh)"`
+	Where string  `json:"where" param:"where" doc:"profile.d, job-env or container-env"`
+	File  string  `json:"file" param:"file" doc:"file name in profile.d"`
 }
 
 var _ Fault = (*EnvForce)(nil)

@@ -16,7 +16,7 @@ import (
 type Loss struct {
 	NIC       string    `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
 	Percent   Percent   `json:"percent" param:"percent,required" doc:"share of packets lost, 0.01% to 100%"`
-	Direction Direction `json:"direction" param:"direction" doc:"in (packets the NIC receives; default), out or both"`
+	Direction Direction `json:"direction" param:"direction" doc:"in (packets the NIC receives), out (packets it sends) or both"`
 }
 
 var _ Fault = (*Loss)(nil)

@@ -16,7 +16,7 @@ import (
 type PortBlock struct {
 	Ports     PortRange `json:"ports" param:"ports,required" doc:"TCP destination port or range, e.g. 29500 or 29500-29510"`
 	NIC       string    `json:"nic" param:"nic" doc:"only on this NIC (default: every interface but loopback)"`
-	Direction Direction `json:"direction" param:"direction" doc:"in (connections to this node; default), out or both"`
+	Direction Direction `json:"direction" param:"direction" doc:"in (connections to this node), out (from it) or both"`
 }
 
 var _ Fault = (*PortBlock)(nil)

@@ -16,8 +16,8 @@ const roceV2Port = 4791
 // emulated transport of the netns labs); hardware RoCE bypasses netfilter.
 type RoCEDrop struct {
 	NIC       string    `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
-	Percent   Percent   `json:"percent" param:"percent" doc:"share of RoCE packets dropped, 0.01% to 100% (default 100%)"`
-	Direction Direction `json:"direction" param:"direction" doc:"in, out or both (default)"`
+	Percent   Percent   `json:"percent" param:"percent" doc:"share of RoCE packets dropped, 0.01% to 100%"`
+	Direction Direction `json:"direction" param:"direction" doc:"in, out or both"`
 }
 
 var _ Fault = (*RoCEDrop)(nil)

@@ -22,7 +22,7 @@ var mntnsDir = filepath.Join(runDir, "mntns")
 // tmpfs lives in a mount namespace of the node's own, kept at
 // /run/commlab/mntns/<netns>; workloads enter it through ShmNamespace.
 type ShmSmall struct {
-	Size Size `json:"size" param:"size" doc:"size of the node's /dev/shm, 4KiB to 1GiB (default 1MiB)"`
+	Size Size `json:"size" param:"size" doc:"size of the node's /dev/shm, 4KiB to 1GiB"`
 }
 
 var _ Fault = (*ShmSmall)(nil)

@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(g),
 		newUserCmd(g),
 		newLabCmd(g),
+		newInjectCmd(g), newFaultsCmd(g), newRevertCmd(g), newSweepCmd(g), newInjectorHelperCmd(),
 	)
 	return root
 }

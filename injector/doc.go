@@ -18,5 +18,16 @@
 //
 // [Probe] reports what the running kernel supports (this project's CI kernel has
 // tbf, htb, ifb and nftables but no sch_netem), so that a lab needing a missing
-// feature says so up front.
+// feature says so up front ([Injector.Supports]).
+//
+// # Using it
+//
+// The serving process opens one Injector on its data directory, calls
+// [Injector.Sweep] at start-up and runs [Injector.Watch] for the deadlines;
+// the CLI (commlab inject, faults, revert, sweep) opens another on the same
+// directory, and both share the journal. Faults that act on a workload rather
+// than on the network reach it through the launcher: it adds [EnvFor]'s
+// variables to each rank's environment (env-force) and starts ranks inside
+// [ShmNamespace]'s mount namespace when there is one (shm-small); ranks must
+// run in the target's cgroup for cpu-squeeze and mem-pressure to bite.
 package injector

@@ -81,6 +81,26 @@ func (in *Injector) Features(ctx context.Context) Features {
 	return Probe(ctx)
 }
 
+// Supports reports whether this host can apply faults of kind: nil, or an
+// ErrUnsupported error saying what is missing (e.g. "this kernel has no
+// sch_netem"), so a lab can refuse to start instead of failing halfway.
+func (in *Injector) Supports(ctx context.Context, kind string) error {
+	k, err := in.reg.Kind(kind)
+	if err != nil {
+		return err
+	}
+	if len(k.Needs) == 0 {
+		return nil
+	}
+	feats := in.Features(ctx)
+	for _, need := range k.Needs {
+		if err := feats.Has(need); err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+	return nil
+}
+
 // Apply validates f, journals it and applies it to t; the fault is reverted by
 // its deadline (now + ttl) at the latest. Bad input returns an ErrInvalid error
 // with nothing applied and nothing journaled.
@@ -102,11 +122,8 @@ func (in *Injector) Apply(ctx context.Context, t Target, f Fault, ttl time.Durat
 	if err != nil {
 		return Entry{}, err
 	}
-	feats := in.Features(ctx)
-	for _, need := range kind.Needs {
-		if err := feats.Has(need); err != nil {
-			return Entry{}, fmt.Errorf("%s on %s: %w", kind.Name, t, err)
-		}
+	if err := in.Supports(ctx, kind.Name); err != nil {
+		return Entry{}, fmt.Errorf("%w (on %s)", err, t)
 	}
 	if nu, ok := f.(nicUser); ok {
 		if err := checkNICs(t, nu.nics()); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -18,8 +19,8 @@ import (
 // Congestion makes competing flows converge on one node (incast): iperf3 senders
 // in other nodes of the sandbox push traffic at a chosen rate each to iperf3
 // servers on the target node's NIC, through whatever switch lies between. The
-// processes are tagged with the fault id, journaled by pid and placed in the
-// target's cgroup; the revert kills them.
+// processes are tagged with the fault id, journaled by pid and placed in their
+// node's cgroup; the revert kills them.
 type Congestion struct {
 	NIC     string `json:"nic" param:"nic,required" doc:"receiving NIC of the target node, e.g. rdma0"`
 	Senders Names  `json:"senders" param:"senders,required" doc:"sending nodes of the same sandbox, e.g. n2,n3"`
@@ -122,8 +123,8 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 	if err := op.Record(u); err != nil {
 		return nil, err
 	}
-	start := func(ns string, args ...string) (Proc, error) {
-		p, err := spawn(op.ID, append([]string{ipTool, "netns", "exec", ns, iperf}, args...))
+	start := func(node Target, args ...string) (Proc, error) {
+		p, err := spawn(op.ID, append([]string{ipTool, "netns", "exec", node.netnsName(), iperf}, args...))
 		if err != nil {
 			return p, err
 		}
@@ -131,8 +132,8 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 		if err := op.Record(u); err != nil {
 			return p, err
 		}
-		if t.Cgroup != "" {
-			if err := cgroupAddProc(t.Cgroup, p.PID); err != nil {
+		if cg := nodeCgroup(t, node.Node); cg != "" {
+			if err := cgroupAddProc(cg, p.PID); err != nil {
 				return p, err
 			}
 		}
@@ -140,7 +141,7 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 	}
 	var servers []Proc
 	for i := range senders {
-		p, err := start(t.netnsName(), "-s", "-B", addr.String(), "-p", strconv.Itoa(f.Port+i))
+		p, err := start(t, "-s", "-B", addr.String(), "-p", strconv.Itoa(f.Port+i))
 		if err != nil {
 			return u, err
 		}
@@ -157,7 +158,7 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 		if f.Proto == "udp" {
 			args = append(args, "-u")
 		}
-		if _, err := start(s.netnsName(), args...); err != nil {
+		if _, err := start(s, args...); err != nil {
 			return u, fmt.Errorf("sender %s: %w", s.Node, err)
 		}
 	}
@@ -171,6 +172,15 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 		}
 	}
 	return u, nil
+}
+
+// nodeCgroup is the workload cgroup of another node of t's sandbox, assuming
+// the labs layout commlab/<sandbox>/<node>; other layouts use t's own cgroup.
+func nodeCgroup(t Target, node string) string {
+	if t.Cgroup == "" || path.Base(t.Cgroup) != t.Node {
+		return t.Cgroup
+	}
+	return path.Join(path.Dir(t.Cgroup), node)
 }
 
 // nicAddr returns the first global address of nic in t (IPv4 preferred).

@@ -1,6 +1,9 @@
 package injector
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,8 +27,22 @@ func TestCongestionRoundTrip(t *testing.T) {
 	t.Logf("victim alone %.0f Mbit/s in %s", alone, time.Since(t0))
 	f := mustParse(t, in, "congestion", map[string]string{"nic": "rdma0", "senders": "n2,n3", "rate": "100mbit", "proto": "udp"})
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-		if p := tagged(e.ID); len(p) != 4 {
-			t.Errorf("want 2 iperf3 servers and 2 clients, found tagged processes %v", p)
+		procs := tagged(e.ID)
+		if len(procs) != 4 {
+			t.Errorf("want 2 iperf3 servers and 2 clients, found tagged processes %v", procs)
+		}
+		// Each runs in its own node's cgroup (ps -o cgroup would show it).
+		nodes := map[string]int{}
+		for _, p := range procs {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.PID))
+			for _, n := range []string{"n1", "n2", "n3"} {
+				if strings.Contains(string(b), "/commlab/"+l.sandbox+"/"+n+"\n") {
+					nodes[n]++
+				}
+			}
+		}
+		if nodes["n1"] != 2 || nodes["n2"] != 1 || nodes["n3"] != 1 {
+			t.Errorf("processes per node cgroup: %v, want n1:2 n2:1 n3:1", nodes)
 		}
 		mustContain(t, "ss -tn", l.run(t, "n1", "ss", "-tn"), l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")
 		t0 := time.Now()

@@ -43,3 +43,18 @@ func TestNetemKinds(t *testing.T) {
 		})
 	}
 }
+
+func TestSupports(t *testing.T) {
+	needRoot(t)
+	in := newInjector(t)
+	if err := in.Supports(ctxT(t), "nic-rate"); err != nil {
+		t.Errorf("nic-rate: %v", err)
+	}
+	err := in.Supports(ctxT(t), "delay")
+	if Probe(ctxT(t)).Netem != (err == nil) || err != nil && !errors.Is(err, ErrUnsupported) {
+		t.Errorf("delay: %v", err)
+	}
+	if err := in.Supports(ctxT(t), "teleport"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown kind: %v", err)
+	}
+}

@@ -18,6 +18,7 @@ type NICRate struct {
 	NIC       string    `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
 	Rate      Rate      `json:"rate" param:"rate,required" doc:"rate with a unit, 8kbit to 100gbit, e.g. 100mbit"`
 	Direction Direction `json:"direction" param:"direction" doc:"out (what the NIC sends), in (what it receives, through an ifb) or both"`
+	Qdisc     string    `json:"qdisc" param:"qdisc" doc:"tbf, or htb (one class c2:1 at the rate, the default class)"`
 }
 
 var _ Fault = (*NICRate)(nil)
@@ -32,7 +33,7 @@ const (
 func NICRateKind() Kind {
 	return Kind{Name: "nic-rate", Summary: "limit a NIC's rate with tbf (egress; ingress through an ifb)",
 		Needs: []Feature{NeedTBF},
-		New:   func() Fault { return &NICRate{Direction: DirOut} }, NewUndo: func() Undo { return &nicRateUndo{} }}
+		New:   func() Fault { return &NICRate{Direction: DirOut, Qdisc: "tbf"} }, NewUndo: func() Undo { return &nicRateUndo{} }}
 }
 
 // Kind implements Fault.
@@ -48,6 +49,9 @@ func (f *NICRate) Validate() error {
 	}
 	if !f.Direction.valid() {
 		return invalid("direction %q: want in, out or both", f.Direction)
+	}
+	if f.Qdisc != "tbf" && f.Qdisc != "htb" {
+		return invalid("qdisc %q: want tbf or htb", f.Qdisc)
 	}
 	return nil
 }
@@ -78,16 +82,23 @@ func ifbName(nic string) string {
 // Command implements Fault.
 func (f *NICRate) Command(t Target) []string {
 	burst, limit := tbfSizing(f.Rate.BytesPerSecond(), 1500)
-	tbf := fmt.Sprintf("tbf rate %s burst %db limit %db", f.Rate, burst, limit)
+	shape := func(dev string) []string {
+		if f.Qdisc == "htb" {
+			return []string{
+				fmt.Sprintf("tc qdisc replace dev %s root handle c2: htb default 1", dev),
+				fmt.Sprintf("tc class add dev %s parent c2: classid c2:1 htb rate %s ceil %s burst %db cburst %db", dev, f.Rate, f.Rate, burst, burst)}
+		}
+		return []string{fmt.Sprintf("tc qdisc replace dev %s root handle c2: tbf rate %s burst %db limit %db", dev, f.Rate, burst, limit)}
+	}
 	var out []string
 	if f.Direction.Out() {
-		out = append(out, fmt.Sprintf("tc qdisc replace dev %s root handle c2: %s", f.NIC, tbf))
+		out = append(out, shape(f.NIC)...)
 	}
 	if f.Direction.In() {
 		ifb := ifbName(f.NIC)
+		out = append(out, fmt.Sprintf("ip link add %s type ifb && ip link set %s up", ifb, ifb))
+		out = append(out, shape(ifb)...)
 		out = append(out,
-			fmt.Sprintf("ip link add %s type ifb && ip link set %s up", ifb, ifb),
-			fmt.Sprintf("tc qdisc replace dev %s root handle c2: %s", ifb, tbf),
 			fmt.Sprintf("tc qdisc add dev %s clsact", f.NIC),
 			fmt.Sprintf("tc filter add dev %s ingress prio %d u32 match u32 0 0 action mirred egress redirect dev %s", f.NIC, ownPrio, ifb))
 	}
@@ -115,10 +126,7 @@ func (f *NICRate) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 		if err := op.Record(u); err != nil {
 			return nil, err
 		}
-		if err := h.QdiscReplace(newTbf(idx, netlink.HANDLE_ROOT, f.Rate, mtu)); err != nil {
-			return u, fmt.Errorf("add tbf on %s: %w", f.NIC, err)
-		}
-		if err := checkTbf(h, l, f.Rate); err != nil {
+		if err := shapeRoot(h, l, f.Qdisc, f.Rate, mtu); err != nil {
 			return u, err
 		}
 	}
@@ -142,31 +150,56 @@ func (f *NICRate) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 		if err := h.LinkSetUp(il); err != nil {
 			return u, fmt.Errorf("set %s up: %w", u.IFB, err)
 		}
-		if err := h.QdiscReplace(newTbf(il.Attrs().Index, netlink.HANDLE_ROOT, f.Rate, mtu)); err != nil {
-			return u, fmt.Errorf("add tbf on %s: %w", u.IFB, err)
-		}
-		if err := addIngressRedirect(h, idx, il.Attrs().Index); err != nil {
+		if err := shapeRoot(h, il, f.Qdisc, f.Rate, mtu); err != nil {
 			return u, err
 		}
-		if err := checkTbf(h, il, f.Rate); err != nil {
+		if err := addIngressRedirect(h, idx, il.Attrs().Index); err != nil {
 			return u, err
 		}
 	}
 	return u, ctx.Err()
 }
 
-// checkTbf reads back commlab's tbf on l and compares its rate.
-func checkTbf(h *netlink.Handle, l netlink.Link, rate Rate) error {
+// shapeRoot makes a tbf, or an htb with one default class, at rate the root
+// qdisc (c2:) of l, and reads it back.
+func shapeRoot(h *netlink.Handle, l netlink.Link, kind string, rate Rate, mtu int) error {
+	name, idx := l.Attrs().Name, l.Attrs().Index
+	if kind == "htb" {
+		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: ownQdisc})
+		q.Defcls = 1
+		if err := h.QdiscReplace(q); err != nil {
+			return fmt.Errorf("add htb on %s: %w", name, err)
+		}
+		burst, _ := tbfSizing(rate.BytesPerSecond(), mtu)
+		c := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Parent: ownQdisc, Handle: ownQdisc | 1},
+			netlink.HtbClassAttrs{Rate: uint64(rate), Ceil: uint64(rate), Buffer: burst, Cbuffer: burst})
+		if err := h.ClassReplace(c); err != nil {
+			return fmt.Errorf("add htb class c2:1 on %s: %w", name, err)
+		}
+		cs, err := h.ClassList(l, ownQdisc)
+		if err != nil {
+			return fmt.Errorf("read back htb classes on %s: %w", name, err)
+		}
+		for _, c := range cs {
+			if hc, ok := c.(*netlink.HtbClass); ok && hc.Handle == ownQdisc|1 && hc.Rate == rate.BytesPerSecond() {
+				return nil
+			}
+		}
+		return fmt.Errorf("read back %s: no htb class c2:1 at %s", name, rate)
+	}
+	if err := h.QdiscReplace(newTbf(idx, netlink.HANDLE_ROOT, rate, mtu)); err != nil {
+		return fmt.Errorf("add tbf on %s: %w", name, err)
+	}
 	q, err := rootQdisc(h, l)
 	if err != nil {
 		return err
 	}
 	tbf, ok := q.(*netlink.Tbf)
 	if !ok || tbf.Handle != ownQdisc {
-		return fmt.Errorf("read back %s: root qdisc is %v, not commlab's tbf", l.Attrs().Name, q)
+		return fmt.Errorf("read back %s: root qdisc is %v, not commlab's tbf", name, q)
 	}
 	if tbf.Rate != rate.BytesPerSecond() {
-		return fmt.Errorf("read back %s: tbf rate is %d B/s, asked %d B/s", l.Attrs().Name, tbf.Rate, rate.BytesPerSecond())
+		return fmt.Errorf("read back %s: tbf rate is %d B/s, asked %d B/s", name, tbf.Rate, rate.BytesPerSecond())
 	}
 	return nil
 }

@@ -72,3 +72,17 @@ func TestNICRateRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+func TestNICRateHTB(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	f := mustParse(t, in, "nic-rate", map[string]string{"nic": "rdma0", "rate": "40mbit", "qdisc": "htb"})
+	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
+		mustContain(t, "tc qdisc show dev rdma0", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc htb c2: root")
+		mustContain(t, "tc class show dev rdma0", l.run(t, "n1", "tc", "class", "show", "dev", "rdma0"), "class htb c2:1 root", "rate 40Mbit ceil 40Mbit")
+		got := jnum(t, l.iperf3(t, "n2", "n1", "-t", "1"), "end", "sum_received", "bits_per_second") / 1e6
+		if got > 42 || got < 30 {
+			t.Errorf("iperf3 through a 40mbit htb: %.1f Mbit/s", got)
+		}
+	})
+}

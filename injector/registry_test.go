@@ -10,7 +10,7 @@ import (
 
 // goodParams are valid parameters for every builtin kind.
 var goodParams = map[string]map[string]string{
-	"nic-rate":     {"nic": "rdma0", "rate": "100mbit"},
+	"nic-rate":     {"nic": "rdma0", "rate": "100mbit", "qdisc": "htb"},
 	"nic-down":     {"nic": "rdma0"},
 	"nic-flap":     {"nic": "rdma0", "period": "2s", "duty": "25%"},
 	"mtu-mismatch": {"nic": "rdma0", "mtu": "1400"},
@@ -103,7 +103,7 @@ func TestRegistryErrors(t *testing.T) {
 	if _, err := reg.Parse("loss", nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "known: nic-rate") {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if got := strings.Join(reg.ParamNames(), ","); got != "direction,nic,rate" {
+	if got := strings.Join(reg.ParamNames(), ","); got != "direction,nic,qdisc,rate" {
 		t.Errorf("param names %s", got)
 	}
 }

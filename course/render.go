@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"unicode"
 
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
@@ -260,3 +261,15 @@ func (h *headingIDs) Generate(value []byte, _ ast.NodeKind) []byte {
 }
 
 func (h *headingIDs) Put(value []byte) { h.seen[string(value)]++ }
+
+var sharedMarkdown = sync.OnceValue(newMarkdown)
+
+// Markdown renders a short Markdown text (a lab's task, hints and debrief) with the
+// course's pipeline, so labs read like the chapters.
+func Markdown(src string) (template.HTML, error) {
+	var buf bytes.Buffer
+	if err := sharedMarkdown().Convert([]byte(src), &buf); err != nil {
+		return "", err
+	}
+	return template.HTML(buf.String()), nil
+}

@@ -25,6 +25,7 @@ func (s *Server) index(c *gin.Context) {
 
 type chapterData struct {
 	Chapter  *course.Chapter
+	Labs     []labLink
 	Progress store.Progress
 	Result   *course.Result
 	Graded   map[string]course.Graded
@@ -82,8 +83,18 @@ func writtenChapter(crs *course.Course, id string) (*course.Chapter, error) {
 	return ch, nil
 }
 
+// labLink is a chapter's lab as its page lists it.
+type labLink struct{ ID, Title string }
+
 func (s *Server) chapterData(c *gin.Context, ch *course.Chapter) (chapterData, error) {
 	d := chapterData{Chapter: ch}
+	for _, id := range ch.Labs {
+		l := labLink{ID: id, Title: id}
+		if sc, err := s.scenario(id); err == nil {
+			l.Title = sc.Title
+		}
+		d.Labs = append(d.Labs, l)
+	}
 	if u := userOf(c); u != nil {
 		prog, err := s.store.Progress(c.Request.Context(), u.ID)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 
+	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/grader"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
@@ -142,12 +144,12 @@ func ended(l *session.Lab) bool {
 type labPageData struct {
 	Lab       *session.Lab
 	Status    session.Status
-	Task      string
+	Task      template.HTML
 	Taxonomy  []scenarios.Class
 	Where     []string
 	Hints     []hintView
 	Result    *grader.Result
-	Debrief   string
+	Debrief   template.HTML
 	Injected  []string
 	Scenario  *scenarios.Scenario
 	Remediate bool
@@ -156,7 +158,7 @@ type labPageData struct {
 type hintView struct {
 	N    int
 	Cost string
-	Text string
+	Text template.HTML
 	Open bool
 }
 
@@ -167,7 +169,7 @@ func (s *Server) labPage(c *gin.Context) {
 	d := labPageData{Lab: l, Status: st, Scenario: sc, Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil,
 		Where: []string{scenarios.WhereNode, scenarios.WhereNIC, scenarios.WhereGPU, scenarios.WherePort}}
 	if st.State != session.Starting && st.State != session.Failed {
-		d.Task = l.Variant.Task()
+		d.Task, _ = course.Markdown(l.Variant.Task())
 	}
 	used := map[int]bool{}
 	for _, i := range l.HintsUsed() {
@@ -176,14 +178,14 @@ func (s *Server) labPage(c *gin.Context) {
 	for i, h := range sc.Hints {
 		hv := hintView{N: i + 1, Cost: strconv.FormatFloat(h.Cost*100, 'f', 0, 64) + "%", Open: used[i]}
 		if used[i] {
-			hv.Text = l.Variant.Expand(h.Text)
+			hv.Text, _ = course.Markdown(l.Variant.Expand(h.Text))
 		}
 		d.Hints = append(d.Hints, hv)
 	}
 	// The answer, the debrief and the injected commands appear only after grading.
 	if res := l.Result(); res != nil {
 		d.Result = res
-		d.Debrief = l.Variant.Debrief()
+		d.Debrief, _ = course.Markdown(l.Variant.Debrief())
 		d.Injected = l.Injected()
 	}
 	// xterm.js themes its terminal with a <style> element it creates.

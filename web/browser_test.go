@@ -14,12 +14,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/server"
 	"github.com/commlab/commlab/server/store"
 )
 
 // browser starts headless Chromium (Debian's package) for one test.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -40,7 +41,7 @@ func browser(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel3 := context.WithTimeout(ctx, timeout)
 	t.Cleanup(cancel3)
 	return ctx
 }
@@ -59,7 +60,8 @@ func screenshot(ctx context.Context, t *testing.T, name string) {
 }
 
 func TestBrowserReadChapterOne(t *testing.T) {
-	lib, err := course.NewLibrary(course.Embedded(), course.Options{})
+	cat, _ := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{})
+	lib, err := course.NewLibrary(course.Embedded(), course.Options{LabExists: func(id string) bool { _, ok := cat.Get(id); return ok }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestBrowserReadChapterOne(t *testing.T) {
 	defer hs.Close()
 	ch1, _ := lib.Course().Chapter("ch01")
 
-	ctx := browser(t)
+	ctx := browser(t, 90*time.Second)
 	must := func(step string, err error) {
 		t.Helper()
 		if err != nil {

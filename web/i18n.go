@@ -121,5 +121,10 @@ var messages = map[string]pair{
 	"lab.state.expired":  {"实验已超时结束，故障已撤销。", "The lab timed out; its faults were reverted."},
 	"lab.state.stopped":  {"实验已停止，故障已撤销。", "The lab was stopped; its faults were reverted."},
 	"lab.needsgpu":       {"这个实验需要 GPU 节点。", "This lab needs a GPU node."},
+	"crit.class":         {"故障类型", "Fault class"},
+	"crit.location":      {"位置", "Location"},
+	"crit.evidence":      {"证据", "Evidence"},
+	"crit.remediation":   {"修复（重新测量）", "Fix (measured again)"},
+	"crit.hints":         {"提示扣分", "Hints used"},
 	"quiz.login":         {"登录后提交测验，成绩会记入学习进度。", "Log in to submit the quiz and record your score."},
 }

@@ -320,6 +320,8 @@ type Status struct {
 	Failure  string         `json:"failure,omitempty"`
 	Expires  time.Time      `json:"expires"`
 	Nodes    []string       `json:"nodes"`
+	// Sandbox is the environment's id (namespaces cl-<sandbox>-…), once it is up.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Status returns where the lab is.
@@ -330,6 +332,9 @@ func (l *Lab) Status() Status {
 		Progress: map[string]int{"done": l.progress[0], "total": l.progress[1]}}
 	for n := range l.terminals {
 		st.Nodes = append(st.Nodes, n)
+	}
+	if l.env != nil {
+		st.Sandbox = l.env.ID()
 	}
 	sortStrings(st.Nodes)
 	return st

@@ -51,6 +51,7 @@ function terminal(el, session) {
     setStatus(el.dataset.connecting || "connecting…", "wait");
     ws = new WebSocket(wsURL(`/lab/${session}/term/${encodeURIComponent(node)}/ws`));
     ws.binaryType = "arraybuffer";
+    el.commlabWS = ws; // tests drop it to check reconnects
     ws.onopen = () => {
       backoff = 500;
       term.reset();

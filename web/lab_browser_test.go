@@ -1,0 +1,327 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/labs/backend"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/topology"
+	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/server"
+	"github.com/commlab/commlab/server/store"
+)
+
+// labServer serves the embedded course with real labs (network namespaces, the
+// injector, the bench workload), as `commlab serve` does as root.
+func labServer(t *testing.T) (*httptest.Server, *session.Manager, store.Store) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("labs need root")
+	}
+	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
+		Topology: func(name string) ([]string, []string, bool) {
+			tp, err := topology.Builtin(name)
+			if err != nil {
+				return nil, nil, false
+			}
+			return tp.NodeNames(), nil, true
+		},
+	})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	lib, err := course.NewLibrary(course.Embedded(), course.Options{LabExists: func(id string) bool { _, ok := cat.Get(id); return ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(data, "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	inj, err := backend.OpenInjector(data, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "commlab")
+	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/commlab").CombinedOutput(); err != nil {
+		t.Fatalf("build commlab: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr := session.NewManager(ctx, session.Config{
+		Provider: backend.Netns{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},
+		DataDir: data, TTL: 15 * time.Minute, Log: log,
+	})
+	t.Cleanup(func() {
+		mgr.Shutdown()
+		cancel()
+		if left, _ := inj.List(); len(left) > 0 {
+			t.Errorf("faults left in the journal: %+v", left)
+		}
+		if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), "cl-") {
+			for _, l := range mgr.All() {
+				if sb := labSandbox(l); sb != "" && strings.Contains(string(out), "cl-"+sb+"-") {
+					t.Errorf("namespaces of a finished lab remain:\n%s", out)
+				}
+			}
+		}
+	})
+	srv, err := server.New(server.Config{}, server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
+		Scenarios: cat, Labs: mgr, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs, mgr, st
+}
+
+func labSandbox(l *session.Lab) string { return l.Status().Sandbox }
+
+// acceptDialogs confirms every confirm() the page opens (submit and stop ask first).
+func acceptDialogs(ctx context.Context) {
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+}
+
+// runLab starts chapter 1's lab from the chapter page and waits for the terminals.
+func runLab(ctx context.Context, t *testing.T, base string, mgr *session.Manager, userID int64, shot string) *session.Lab {
+	t.Helper()
+	must(ctx, t, "start lab", chromedp.Do(ctx,
+		chromedp.Navigate(base+"/course/ch01"),
+		chromedp.Click(`#labs a[href="/labs/ch01-tour"]`, chromedp.NodeVisible),
+		chromedp.Click(`#start-lab`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`.lab-starting, .term`),
+	))
+	screenshot(ctx, t, shot+"-starting")
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	must(ctx, t, "lab ready", chromedp.Do(lctx, chromedp.WaitVisible(`.term .xterm-rows`)))
+	l, ok := mgr.Current(userID)
+	if !ok {
+		t.Fatal("no lab for the learner")
+	}
+	return l
+}
+
+func must(ctx context.Context, t *testing.T, step string, err error) {
+	t.Helper()
+	if err != nil {
+		screenshot(ctx, t, "failed-"+strings.ReplaceAll(step, " ", "-"))
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// typeIn types a command into a node's terminal (through xterm.js's own input path,
+// as keystrokes are) and waits until want appears on it.
+func typeIn(ctx context.Context, t *testing.T, node, line, want string) {
+	t.Helper()
+	term := fmt.Sprintf(`[data-terminal=%q]`, node)
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(document.querySelector('%s').commlabTerm.input(%q, true), true)`, term, line+"\r")))
+	must(ctx, t, "type "+line, err)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = chromedp.Run(wctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector('%s .xterm-rows').textContent.includes(%q)`, term, want)))
+	must(ctx, t, "see "+want, err)
+}
+
+func TestBrowserLab(t *testing.T) {
+	hs, mgr, st := labServer(t)
+	ctx := browser(t, 6*time.Minute)
+	acceptDialogs(ctx)
+	must(ctx, t, "register", chromedp.Do(ctx,
+		chromedp.Navigate(hs.URL+"/register"),
+		chromedp.SendKeys(`input[name=email]`, "lab@example.com", chromedp.NodeVisible),
+		chromedp.SendKeys(`input[name=name]`, "实验学员"),
+		chromedp.SendKeys(`input[name=password]`, "correct horse battery"),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`ol.modules`),
+	))
+	u, err := st.UserByEmail(context.Background(), "lab@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Run 1: the right diagnosis with evidence picked from the terminal.
+	l := runLab(ctx, t, hs.URL, mgr, u.ID, "lab1")
+	node, rate := l.Variant.Values["node"], l.Variant.Values["rate"]
+	body, err := chromedp.Run(ctx, chromedp.OuterHTML(`html`))
+	must(ctx, t, "page html", err)
+	if strings.Contains(body, "rate "+rate+"Mbit") || strings.Contains(body, "注入器在") {
+		t.Error("the lab page shows the answer before grading")
+	}
+	typeIn(ctx, t, node, "tc -s qdisc show dev rdma0", "rate "+rate+"Mbit")
+	screenshot(ctx, t, "lab1-terminal")
+
+	// Reconnect: drop the websocket; the page reconnects to the same shell and the
+	// earlier output is back on screen.
+	term := fmt.Sprintf(`[data-terminal=%q]`, node)
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(document.querySelector('%s').commlabWS.close(), true)`, term)))
+	must(ctx, t, "drop websocket", err)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	_, err = chromedp.Run(rctx, chromedp.Poll[bool](fmt.Sprintf(`(() => { const el = document.querySelector('%s'); return el.commlabWS.readyState === 1 && el.parentElement.querySelector('.term-status').classList.contains('ok') && el.querySelector('.xterm-rows').textContent.includes(%q) })()`, term, "rate "+rate+"Mbit")))
+	cancel()
+	must(ctx, t, "reconnect with scrollback", err)
+	typeIn(ctx, t, node, "echo still-the-same-shell-$$", "still-the-same-shell-")
+
+	must(ctx, t, "answer", chromedp.Do(ctx,
+		chromedp.Click(`#refresh-evidence`, chromedp.NodeVisible),
+		chromedp.Click(fmt.Sprintf(`input[name=evidence][value="%s#1"]`, node), chromedp.NodeVisible),
+		chromedp.SetValue(`select[name=class]`, "nic-rate-limited"),
+		chromedp.SendKeys(`input[name=node]`, node),
+		chromedp.SendKeys(`input[name=nic]`, "rdma0"),
+	))
+	screenshot(ctx, t, "lab1-answer")
+	must(ctx, t, "submit", chromedp.Do(ctx,
+		chromedp.Submit(`#answer`),
+		chromedp.WaitVisible(`#result`),
+	))
+	screenshot(ctx, t, "lab1-result")
+	passed, err := chromedp.Run(ctx, chromedp.AttributeValue(`#result [data-passed]`, "data-passed"))
+	must(ctx, t, "result", err)
+	if passed.Value != "true" {
+		html, _ := chromedp.Run(ctx, chromedp.InnerHTML(`#result`))
+		t.Errorf("the right diagnosis did not pass:\n%s", html)
+	}
+	prog, err := st.Progress(context.Background(), u.ID)
+	if err != nil || !prog["ch01"].LabPassed || prog["ch01"].LabAttempts != 1 {
+		t.Errorf("progress after a passed lab: %+v %v", prog["ch01"], err)
+	}
+	l.Wait()
+
+	// Run 2: the wrong node fails.
+	l2 := runLab(ctx, t, hs.URL, mgr, u.ID, "lab2")
+	if l2.ID == l.ID {
+		t.Fatal("a second run reused the first lab")
+	}
+	wrong := map[string]string{"node1": "node2", "node2": "node1"}[l2.Variant.Values["node"]]
+	must(ctx, t, "wrong answer", chromedp.Do(ctx,
+		chromedp.SetValue(`select[name=class]`, "nic-rate-limited"),
+		chromedp.SendKeys(`input[name=node]`, wrong),
+		chromedp.SendKeys(`input[name=nic]`, "rdma0"),
+		chromedp.Submit(`#answer`),
+		chromedp.WaitVisible(`#result`),
+	))
+	screenshot(ctx, t, "lab2-result")
+	if passed, _ := chromedp.Run(ctx, chromedp.AttributeValue(`#result [data-passed]`, "data-passed")); passed.Value != "false" {
+		t.Errorf("the wrong node passed (data-passed=%q)", passed.Value)
+	}
+	l2.Wait()
+	if prog, _ := st.Progress(context.Background(), u.ID); prog["ch01"].LabAttempts != 2 || !prog["ch01"].LabPassed {
+		t.Errorf("progress after a failed second attempt: %+v", prog["ch01"])
+	}
+}
+
+// TestLabSecurity: another learner cannot open someone's lab or terminal, and posts
+// without a CSRF token are refused.
+func TestLabSecurity(t *testing.T) {
+	hs, mgr, st := labServer(t)
+	alice, bob := newSessionClient(t, hs.URL, "alice@example.com"), newSessionClient(t, hs.URL, "bob@example.com")
+	ua, _ := st.UserByEmail(context.Background(), "alice@example.com")
+	tok := csrfOf(t, alice, hs.URL+"/labs/ch01-tour")
+	resp, err := alice.PostForm(hs.URL+"/labs/ch01-tour/start", url.Values{"csrf_token": {tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	l, ok := mgr.Current(ua.ID)
+	if !ok {
+		t.Fatalf("alice's lab did not start: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"/lab/" + l.ID, "/lab/" + l.ID + "/state", "/lab/" + l.ID + "/commands", "/lab/" + l.ID + "/term/node1/ws", "/lab/" + l.ID + "/metrics/ws"} {
+		resp, err := bob.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("bob GET %s: %d, want 404\n%.300s", path, resp.StatusCode, b)
+		}
+	}
+	resp, err = alice.PostForm(hs.URL+"/lab/"+l.ID+"/submit", url.Values{"class": {"nic-rate-limited"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("submit without CSRF token: %d, want 403", resp.StatusCode)
+	}
+	// Nothing alice can fetch contains the answer before grading.
+	for _, path := range []string{"/lab/" + l.ID, "/lab/" + l.ID + "/state"} {
+		resp, err := alice.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, secret := range []string{"rate " + l.Variant.Values["rate"] + "Mbit", l.Variant.Debrief()[:30], "tc qdisc replace"} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s leaks %q", path, secret)
+			}
+		}
+	}
+	l.Stop()
+	l.Wait()
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// newSessionClient registers an account over plain HTTP and returns its client.
+func newSessionClient(t *testing.T, base, email string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	tok := csrfOf(t, c, base+"/register")
+	resp, err := c.PostForm(base+"/register", url.Values{"csrf_token": {tok}, "email": {email}, "name": {email}, "password": {"correct horse battery"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("register %s: %d", email, resp.StatusCode)
+	}
+	return c
+}
+
+func csrfOf(t *testing.T, c *http.Client, page string) string {
+	t.Helper()
+	resp, err := c.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := csrfRe.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no CSRF token on %s", page)
+	}
+	return string(m[1])
+}

@@ -56,19 +56,19 @@ func TestCPUSqueezeRoundTrip(t *testing.T) {
 	spin := l.startIn(t, "n1", "yes")
 	time.Sleep(100 * time.Millisecond)
 	// Other tests may load the machine: the spinner just has to clearly exceed the quota.
-	if u := l.cpuUse(t, "n1", 400*time.Millisecond); u < 0.25 {
+	if u := l.cpuUse(t, "n1", 400*time.Millisecond); u < 0.12 {
 		t.Fatalf("spinner uses %.2f cores before the fault, want about 1", u)
 	}
 	t.Run("quota", func(t *testing.T) {
-		roundTrip(t, l, in, "n1", mustParse(t, in, "cpu-squeeze", map[string]string{"cpus": "0.1"}), func(t *testing.T, e Entry) {
+		roundTrip(t, l, in, "n1", mustParse(t, in, "cpu-squeeze", map[string]string{"cpus": "0.05"}), func(t *testing.T, e Entry) {
 			f := "cpu.cfs_quota_us"
 			if cgMode() == "v2" {
 				f = "cpu.max"
 			}
 			b, _ := os.ReadFile(filepath.Join(cgroupPath("cpu", l.target("n1").Cgroup), f))
-			mustContain(t, "cat "+f, string(b), "10000")
-			if u := l.cpuUse(t, "n1", 500*time.Millisecond); u > 0.13 {
-				t.Errorf("spinner uses %.2f cores under a 0.1-core quota", u)
+			mustContain(t, "cat "+f, string(b), "5000")
+			if u := l.cpuUse(t, "n1", 500*time.Millisecond); u > 0.08 {
+				t.Errorf("spinner uses %.2f cores under a 0.05-core quota", u)
 			}
 		})
 	})

@@ -56,6 +56,9 @@ func (t Target) etcDir() string {
 	return filepath.Join(runDir, "nodes", t.Sandbox, t.Node, "etc")
 }
 
+// NodeEtc is the directory the node's workloads see as /etc (env-force writes there).
+func (t Target) NodeEtc() string { return t.etcDir() }
+
 // peer is the target for another node of the same sandbox (congestion senders).
 func (t Target) peer(node string) Target {
 	return Target{Sandbox: t.Sandbox, Node: node}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,6 +173,8 @@ func TestLabs(t *testing.T) {
 		wrong    func(v map[string]string) map[string]string
 		badFix   func(v map[string]string) (node, line string)
 		fix      func(v map[string]string) (node, line string)
+		// sees is another command whose output must show the fault to the learner.
+		sees func(v map[string]string) (node, line, want string)
 	}{
 		{
 			id: "ch08-switch-congestion", seed: 5,
@@ -205,6 +208,9 @@ func TestLabs(t *testing.T) {
 		{
 			id: "ch07-wrong-interface", seed: 13,
 			evidence: func(v map[string]string) (string, string) { return "node1", "grep 'NET/Socket : Using' train.log" },
+			sees: func(v map[string]string) (string, string, string) {
+				return v["node"], "env | grep NCCL_SOCKET_IFNAME; cat /etc/profile.d/nccl.sh", "export NCCL_SOCKET_IFNAME=eth0"
+			},
 			wrong: func(v map[string]string) map[string]string {
 				return map[string]string{"node": other(v["node"], "node1", "node2")}
 			},
@@ -226,6 +232,15 @@ func TestLabs(t *testing.T) {
 					break
 				}
 				time.Sleep(3 * time.Second)
+			}
+			if tt.sees != nil {
+				n, line, want := tt.sees(v)
+				seq := typeAndWait(t, l, n, line)
+				all, _ := mustTerm(t, l, n).Commands()
+				c := all[seq-1]
+				if !strings.Contains(c.Output, want) {
+					t.Errorf("%s: %q printed %q, want %q", n, line, c.Output, want)
+				}
 			}
 			decoy := typeAndWait(t, l, node, "ip -br link")
 			ts, err := l.Transcripts()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -68,7 +69,15 @@ func (e *netnsEnv) Target(node string) injector.Target {
 }
 
 func (e *netnsEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
-	return e.sb.Shell(ctx, node, labs.ShellOptions{Rows: 32, Cols: 120, RC: rc})
+	// The commlab binary is on the learner's PATH (commlab bench in a node shell), and
+	// the node's /etc/profile.d, where env-force hides variables, is where a login
+	// shell reads it.
+	rc += fmt.Sprintf("export PATH=\"$PATH:%s\"\n", filepath.Dir(e.exe))
+	opts := labs.ShellOptions{Rows: 32, Cols: 120, RC: rc}
+	if etc := e.Target(node).NodeEtc(); etc != "" {
+		opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, [2]string{filepath.Join(etc, "profile.d"), "/etc/profile.d"})
+	}
+	return e.sb.Shell(ctx, node, opts)
 }
 
 // Workload runs commlab bench over the sandbox's nodes. Each rank gets the job's

@@ -66,6 +66,7 @@ type spawnSpec struct {
 	hostname string        // if set, a new UTS namespace with this hostname
 	hide     []string      // if learner: directories covered by an empty tmpfs
 	binds    [][2]string   // if learner: bind mounts (source, target)
+	roBinds  [][2]string   // if learner: read-only bind mounts (source, target)
 	scratch  [][2]string   // if learner: private writable tmpfs (path, size)
 	learner  bool          // private mounts, fresh /sys, no_new_privs, tight bounding set
 	group    *cgroup.Group // cgroup the process runs in
@@ -160,6 +161,17 @@ func learnerMounts(sp spawnSpec) error {
 		}
 		if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind %s on %s: %w", b[0], b[1], err)
+		}
+	}
+	for _, b := range sp.roBinds {
+		if !isDir(b[0]) || !isDir(b[1]) {
+			continue
+		}
+		if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s on %s: %w", b[0], b[1], err)
+		}
+		if err := unix.Mount("", b[1], "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", b[1], err)
 		}
 	}
 	for _, m := range sp.scratch {

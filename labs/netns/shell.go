@@ -104,6 +104,7 @@ func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions
 			{filepath.Join(run, "tmp"), "/tmp"},
 			{filepath.Join(run, "tmp"), "/var/tmp"},
 		},
+		roBinds: opts.ReadOnlyBinds,
 		hide:    hiddenFromLearners(st.DataDir),
 		scratch: [][2]string{{"/run/lock", "1m"}},
 		mountNS: opts.MountNS,

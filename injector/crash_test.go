@@ -123,6 +123,8 @@ func crashLoops(t *testing.T, loops int) (int, map[string]int) {
 	l := newLab(t, 1500, "n1", "n2")
 	base := l.snapshot(t, "n1")
 	data := t.TempDir()
+	// Whatever happens to the test, the last child's faults do not outlive it.
+	t.Cleanup(func() { openAt(t, data).Sweep(context.Background()) })
 	exe, _ := os.Executable()
 	tg := l.target("n1")
 	nf := len(crashFaults())

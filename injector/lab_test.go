@@ -363,7 +363,7 @@ func (l *testLab) snapshot(t testing.TB, node string) string {
 	} {
 		out := l.run(t, node, argv...)
 		if argv[1] == "-o" { // drop the carrier bits that settle asynchronously after a link comes up
-			out = strings.NewReplacer(",LOWER_UP", "", "state UP", "state X", "state LOWERLAYERDOWN", "state X", "state DOWN", "state X").Replace(out)
+			out = strings.NewReplacer(",LOWER_UP", "", "NO-CARRIER,", "", "state UP", "state X", "state LOWERLAYERDOWN", "state X", "state DOWN", "state X").Replace(out)
 		}
 		fmt.Fprintf(&b, "$ %s\n%s", strings.Join(argv, " "), out)
 	}

@@ -48,6 +48,8 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(g),
 		newUserCmd(g),
 		newLabCmd(g),
+		newGPUCmd(g),
+		newNCCLLogCmd(),
 		newInjectCmd(g), newFaultsCmd(g), newRevertCmd(g), newSweepCmd(g), newInjectorHelperCmd(),
 	)
 	return root

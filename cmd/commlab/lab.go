@@ -28,6 +28,7 @@ func newLabCmd(g *globals) *cobra.Command {
 		Short: "Bring lab clusters up and down, and open shells in them, from the terminal",
 		Long: `lab manages network-namespace lab clusters (sandboxes) without the web server.
 
+  commlab lab run ch01-tour     run a whole lab in this terminal (shells, answer, grade)
   commlab lab up 4x2            build a 4-node, 2-rail cluster and keep it until Ctrl-C
   commlab lab shell ID node1    open a learner shell on node1 of sandbox ID
   commlab lab down ID           remove sandbox ID
@@ -37,7 +38,7 @@ func newLabCmd(g *globals) *cobra.Command {
 
 Built-in topologies: ` + strings.Join(topology.BuiltinNames(), ", ") + `. Everything but plan needs root.`,
 	}
-	cmd.AddCommand(newLabUpCmd(g), newLabShellCmd(g), newLabDownCmd(g), newLabListCmd(g), newLabPlanCmd(), newLabSweepCmd(g))
+	cmd.AddCommand(newLabRunCmd(g), newLabUpCmd(g), newLabShellCmd(g), newLabDownCmd(g), newLabListCmd(g), newLabPlanCmd(), newLabSweepCmd(g))
 	return cmd
 }
 

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an output buffer the test reads while the lab writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestLabRun drives `commlab lab run` as a learner at a terminal would: wait for the
+// task, open a shell, run tc, come back, list history, answer.
+func TestLabRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("labs need root")
+	}
+	ct, probs := loadContent("")
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	sc, _ := ct.scenarios.Get("ch01-tour")
+	const seed = 42
+	node := sc.Draw(seed).Values["node"]
+	g := &globals{dataDir: t.TempDir()}
+	inR, inW := io.Pipe()
+	out := &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- runLab(ctx, g, sc, seed, 10*time.Minute, inR, out) }()
+	waitFor := func(want string) {
+		t.Helper()
+		for !strings.Contains(out.String(), want) {
+			if ctx.Err() != nil {
+				t.Fatalf("timed out waiting for %q; output:\n%s", want, out.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	send := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("lab> ")
+	send("shell " + node + "\n")
+	waitFor("learner@" + node)
+	send("tc -s qdisc show dev rdma0\n")
+	waitFor("qdisc tbf")
+	send("\x1d")
+	send("history\n")
+	waitFor(node + "#1  tc -s qdisc show dev rdma0")
+	send("answer class=nic-rate-limited node=" + node + " nic=rdma0 evidence=" + node + "#1\n")
+	waitFor("== result")
+	inW.Close()
+	if err := <-errc; err != nil {
+		t.Fatalf("lab run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "result: PASSED, score 100%") || !strings.Contains(out.String(), "tc qdisc replace dev rdma0") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}

@@ -107,6 +107,7 @@ var messages = map[string]pair{
 	"lab.submit":         {"提交并评分（会结束实验）", "Submit and grade (ends the lab)"},
 	"lab.submit.confirm": {"提交后实验会结束并撤销故障。确定提交？", "Submitting ends the lab and reverts the faults. Submit?"},
 	"lab.fixfirst":       {"评分时会重新测量 busbw：如果你已经修复了故障，先保持修复状态再提交。", "Grading measures busbw again: if you fixed the fault, leave the fix in place when you submit."},
+	"lab.grading":        {"评分中：正在重新测量并核对证据……", "Grading: measuring again and checking the evidence…"},
 	"lab.hints":          {"提示", "Hints"},
 	"lab.hint.open":      {"打开提示 %s（扣 %s）", "Open hint %s (costs %s)"},
 	"lab.stop":           {"停止实验", "Stop the lab"},

@@ -31,7 +31,7 @@ import (
 
 // labServer serves the embedded course with real labs (network namespaces, the
 // injector, the bench workload), as `commlab serve` does as root.
-func labServer(t *testing.T) (*httptest.Server, *session.Manager, store.Store) {
+func labServer(t testing.TB, opts ...func(*session.Config)) (*httptest.Server, *session.Manager, store.Store) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("labs need root")
@@ -68,10 +68,14 @@ func labServer(t *testing.T) (*httptest.Server, *session.Manager, store.Store) {
 		t.Fatalf("build commlab: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr := session.NewManager(ctx, session.Config{
+	cfg := session.Config{
 		Provider: backend.Netns{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},
 		DataDir: data, TTL: 15 * time.Minute, Log: log,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	mgr := session.NewManager(ctx, cfg)
 	t.Cleanup(func() {
 		mgr.Shutdown()
 		cancel()
@@ -86,7 +90,8 @@ func labServer(t *testing.T) (*httptest.Server, *session.Manager, store.Store) {
 			}
 		}
 	})
-	srv, err := server.New(server.Config{}, server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
+	// Many accounts sign up from one address in the benchmark: no login rate limit here.
+	srv, err := server.New(server.Config{LoginRate: 1e6, LoginBurst: 1e6}, server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
 		Scenarios: cat, Labs: mgr, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +300,7 @@ func TestLabSecurity(t *testing.T) {
 var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
 // newSessionClient registers an account over plain HTTP and returns its client.
-func newSessionClient(t *testing.T, base, email string) *http.Client {
+func newSessionClient(t testing.TB, base, email string) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
@@ -311,7 +316,7 @@ func newSessionClient(t *testing.T, base, email string) *http.Client {
 	return c
 }
 
-func csrfOf(t *testing.T, c *http.Client, page string) string {
+func csrfOf(t testing.TB, c *http.Client, page string) string {
 	t.Helper()
 	resp, err := c.Get(page)
 	if err != nil {

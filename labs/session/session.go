@@ -86,6 +86,10 @@ type Config struct {
 	DataDir string
 	// TTL is how long a lab may run (default 45 minutes).
 	TTL time.Duration
+	// NoStream keeps the workload from running in the background for the live chart
+	// (measurements for the self-test and the remediation check still run). For hosts
+	// that serve many labs at once, and for benchmarks of the terminal path.
+	NoStream bool
 	Log *slog.Logger
 }
 
@@ -253,7 +257,7 @@ func (l *Lab) run() {
 	l.mu.Lock()
 	l.state = Ready
 	l.mu.Unlock()
-	if s.Workload != nil {
+	if s.Workload != nil && !l.cfg.NoStream {
 		go l.streamWorkload(ctx)
 	}
 	<-ctx.Done()

@@ -22,6 +22,12 @@ function start(page) {
   document.querySelectorAll("form[data-confirm]").forEach((f) =>
     f.addEventListener("submit", (e) => { if (!confirm(f.dataset.confirm)) e.preventDefault(); }));
   if (page.dataset.state === "starting") pollState(page, session);
+  // Grading measures the workload again and can take a while: say so.
+  document.querySelector("#answer")?.addEventListener("submit", (e) => {
+    if (e.defaultPrevented) return;
+    const b = e.target.querySelector("button[type=submit]");
+    if (b) { b.disabled = true; b.textContent = b.dataset.busy || "…"; }
+  });
 }
 
 function wsURL(path) {

@@ -146,3 +146,19 @@ func TestGoldenOnRecordedH200(t *testing.T) {
 	}
 	golden(t, "health.golden", b.Bytes())
 }
+
+// The matrix of the recorded inventory is byte for byte what nvidia-smi
+// topo -m printed on the same H200, underline escapes and tabs included.
+func TestTopoMatchesNvidiaSmiRecordedH200(t *testing.T) {
+	want, err := os.ReadFile("testdata/h200/nvidia-smi-topo-m.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := BuildMatrix(recorded(t), MatrixOptions{}).Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("commlab gpu topo:\n%q\nnvidia-smi topo -m:\n%q", b.String(), want)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,7 +252,10 @@ func newGPUPCIeCmd() *cobra.Command {
 
 func newGPUNCCLTestCmd() *cobra.Command {
 	w := nccl.Workload{}
-	var printScript bool
+	var (
+		printScript bool
+		timeout     time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "nccl-test",
 		Short: "Run an NCCL benchmark: nccl-tests if on PATH, else commlab's torch.distributed script",
@@ -279,7 +283,9 @@ func newGPUNCCLTestCmd() *cobra.Command {
 					return errors.New("nccl-test: NVML sees no GPU")
 				}
 			}
-			plan, err := w.Run(cmd.Context(), nil, os.Stdout, os.Stderr)
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			plan, err := w.Run(ctx, nil, os.Stdout, os.Stderr)
 			if err != nil {
 				return fmt.Errorf("nccl-test (%s): %w", plan.Kind, err)
 			}
@@ -299,5 +305,6 @@ func newGPUNCCLTestCmd() *cobra.Command {
 	f.StringVar(&w.Python, "python", "python3", "Python interpreter with PyTorch, for the script")
 	f.BoolVar(&w.Script, "script", false, "use the script even when nccl-tests is on PATH")
 	f.BoolVar(&printScript, "print-script", false, "print the embedded script and exit")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "stop the benchmark after this long")
 	return cmd
 }

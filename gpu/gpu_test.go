@@ -22,6 +22,9 @@ func TestOpenWithoutDriver(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
+	if err := Probe(); !errors.Is(err, ErrNoDriver) {
+		t.Errorf("Probe: %v, want ErrNoDriver", err)
+	}
 }
 
 func TestNormBusID(t *testing.T) {

@@ -90,6 +90,25 @@ func Open() (*NVML, error) {
 	return open(nvml.New(), Sysfs{})
 }
 
+// Probe says whether this host can run GPU labs: nil when NVML opens and
+// sees at least one GPU; otherwise an error to show the learner (it wraps
+// ErrNoDriver when there is no driver: "GPU labs need a GPU node").
+func Probe() error {
+	n, err := Open()
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	count, ret := n.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("count GPUs: %s", nvmlErr(ret))
+	}
+	if count == 0 {
+		return fmt.Errorf("%w: the driver is loaded but NVML sees no GPU (GPU labs need a GPU node)", ErrNoDriver)
+	}
+	return nil
+}
+
 func open(lib nvmlLib, sys Sysfs) (*NVML, error) {
 	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:

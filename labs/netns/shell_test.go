@@ -237,7 +237,8 @@ func TestLearnerShell(t *testing.T) {
 			"tc -s qdisc show dev eth0 | grep -q 'qdisc tbf c1:'",
 			"ip -s link show rdma0",
 			// tcpdump needs CAP_NET_RAW; it sees the ping it waits for.
-			"(timeout 10 tcpdump -c 1 -ni rdma0 icmp > /tmp/cap 2>&1 &) ; sleep 1; ping -c 3 -i 0.2 " + peer.Addr.Addr().String() + " >/dev/null; sleep 0.5; grep -q 'ICMP echo' /tmp/cap",
+			// It starts capturing once it prints "listening on"; a loaded host can take a while.
+			"(timeout 20 tcpdump -l -c 1 -ni rdma0 icmp > /tmp/cap 2>&1 &) ; for i in $(seq 50); do grep -q 'listening on' /tmp/cap 2>/dev/null && break; sleep 0.2; done; ping -c 5 -i 0.2 " + peer.Addr.Addr().String() + " >/dev/null; ok=1; for i in $(seq 25); do grep -q 'ICMP echo' /tmp/cap && { ok=0; break; }; sleep 0.2; done; [ $ok = 0 ] || { cat /tmp/cap; false; }",
 			"iperf3 -v | grep -q iperf",
 		} {
 			s.must(line)

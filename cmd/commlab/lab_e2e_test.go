@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +205,17 @@ func TestLabs(t *testing.T) {
 				return other(v["node"], "node1", "node2"), "nft flush ruleset"
 			},
 			fix: func(v map[string]string) (string, string) { return v["node"], "nft flush ruleset" },
+		},
+		{
+			id: "ch17-straggler-cpu", seed: 17,
+			evidence: func(v map[string]string) (string, string) { return v["node"], "cat /sys/fs/cgroup/cpu/cpu.stat" },
+			wrong: func(v map[string]string) map[string]string {
+				return map[string]string{"node": other(v["node"], "node1", "node2")}
+			},
+			sees: func(v map[string]string) (string, string, string) {
+				cpus, _ := strconv.ParseFloat(v["cpus"], 64)
+				return v["node"], "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us", strconv.Itoa(int(cpus*100000 + 0.5))
+			},
 		},
 		{
 			id: "ch07-wrong-interface", seed: 13,

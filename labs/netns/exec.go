@@ -190,11 +190,75 @@ func learnerMounts(sp spawnSpec) error {
 			return fmt.Errorf("hide %s: %w", dir, err)
 		}
 	}
-	if err := unix.Unmount("/sys", unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("unmount host /sys: %w", err)
+	// The node's own cgroup stays visible, read-only, where a container shows its
+	// cgroup: /sys/fs/cgroup/<controller> (v1) or /sys/fs/cgroup (v2). Its limits and
+	// counters (cpu.cfs_quota_us, cpu.stat nr_throttled, memory.*) are evidence. The
+	// directories are opened before the node's /sys covers the host's.
+	var views []cgroupView
+	if sp.group != nil {
+		for _, dir := range sp.group.Dirs() {
+			fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			defer unix.Close(fd)
+			views = append(views, cgroupView{fd: fd, target: cgroupViewTarget(dir)})
+		}
 	}
+	// The node's sysfs goes over the host's, which stays underneath, out of reach (no
+	// CAP_SYS_ADMIN to unmount it), so the cgroup directories opened above can still be
+	// bound from it.
 	if err := unix.Mount("sysfs", "/sys", "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount the node's /sys: %w", err)
+	}
+	return mountCgroupViews(views)
+}
+
+// cgroupView is a node cgroup directory (an O_PATH descriptor) and where a learner sees it.
+type cgroupView struct {
+	fd     int
+	target string
+}
+
+// cgroupViewTarget maps /sys/fs/cgroup/<ctrl>/commlab/<id>/<node> to /sys/fs/cgroup/<ctrl>
+// and the v2 /sys/fs/cgroup/commlab/<id>/<node> to /sys/fs/cgroup.
+func cgroupViewTarget(dir string) string {
+	rel := strings.TrimPrefix(dir, "/sys/fs/cgroup/")
+	ctrl, _, _ := strings.Cut(rel, "/")
+	if ctrl == cgroup.Root {
+		return "/sys/fs/cgroup"
+	}
+	return filepath.Join("/sys/fs/cgroup", ctrl)
+}
+
+func mountCgroupViews(views []cgroupView) error {
+	if len(views) == 0 {
+		return nil
+	}
+	const base = "/sys/fs/cgroup"
+	if views[0].target != base {
+		if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+			return fmt.Errorf("mount %s: %w", base, err)
+		}
+	}
+	for _, v := range views {
+		if v.target != base {
+			if err := os.Mkdir(v.target, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("make %s: %w", v.target, err)
+			}
+		}
+		src := fmt.Sprintf("/proc/self/fd/%d", v.fd)
+		if err := unix.Mount(src, v.target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("show the node's cgroup at %s: %w", v.target, err)
+		}
+		if err := unix.Mount("", v.target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", v.target, err)
+		}
+	}
+	if views[0].target != base {
+		if err := unix.Mount("", base, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+			return fmt.Errorf("make %s read-only: %w", base, err)
+		}
 	}
 	return nil
 }

@@ -225,6 +225,13 @@ func TestLearnerShell(t *testing.T) {
 		s.must("ip link set rdma0 down && ip link set rdma0 up")
 	})
 
+	t.Run("sees its node's cgroup read-only", func(t *testing.T) {
+		s.t = t
+		s.must("test \"$(cat /sys/fs/cgroup/pids/pids.current 2>/dev/null || cat /sys/fs/cgroup/pids.current)\" -gt 0")
+		s.must("! echo 1000000 > /sys/fs/cgroup/pids/pids.max 2>/dev/null")
+		s.must("grep -q nr_throttled /sys/fs/cgroup/cpu/cpu.stat 2>/dev/null || grep -q nr_throttled /sys/fs/cgroup/cpu.stat")
+	})
+
 	t.Run("diagnostic tools work", func(t *testing.T) {
 		s.t = t
 		n2, _ := sb.Plan().Node("node2")

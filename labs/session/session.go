@@ -90,7 +90,7 @@ type Config struct {
 	// (measurements for the self-test and the remediation check still run). For hosts
 	// that serve many labs at once, and for benchmarks of the terminal path.
 	NoStream bool
-	Log *slog.Logger
+	Log      *slog.Logger
 }
 
 // Lab is one learner's run of one scenario variant.

@@ -26,8 +26,9 @@ type Options struct {
 	DataDir string
 	// Registry is the set of kinds this injector can apply and revert.
 	Registry *Registry
-	// Helper is the argv prefix that starts the helper process (nic-flap's driver);
-	// empty means this executable with the "injector-helper" subcommand.
+	// Helper is the argv prefix that starts the helper process (the gate of every
+	// process a fault starts, nic-flap's driver); empty means this executable
+	// with argument "injector-helper", which the package's init intercepts.
 	Helper []string
 	// Logger receives sweep and watchdog events; nil means slog.Default().
 	Logger *slog.Logger
@@ -65,7 +66,7 @@ func Open(opts Options) (*Injector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open injector: find own executable for the helper: %w", err)
 		}
-		helper = []string{exe, "injector-helper"}
+		helper = []string{exe, helperArg}
 	}
 	return &Injector{reg: opts.Registry, j: j, helper: helper, log: log, features: opts.Features}, nil
 }
@@ -185,9 +186,6 @@ func (in *Injector) Apply(ctx context.Context, t Target, f Fault, ttl time.Durat
 	if err != nil {
 		if !journaled {
 			return Entry{}, fmt.Errorf("apply %s on %s: %w", kind.Name, t, err)
-		}
-		if last == nil {
-			last = undo
 		}
 		// Undo the partial apply; on failure the entry stays for the sweep.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

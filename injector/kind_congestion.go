@@ -124,12 +124,15 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 		return nil, err
 	}
 	start := func(node Target, args ...string) (Proc, error) {
-		p, err := spawn(op.ID, append([]string{ipTool, "netns", "exec", node.netnsName(), iperf}, args...))
+		p, release, err := spawn(op.Helper, op.ID, append([]string{ipTool, "netns", "exec", node.netnsName(), iperf}, args...))
 		if err != nil {
 			return p, err
 		}
 		u.Procs = append(u.Procs, p)
 		if err := op.Record(u); err != nil {
+			return p, err
+		}
+		if err := release(true); err != nil {
 			return p, err
 		}
 		if cg := nodeCgroup(t, node.Node); cg != "" {

@@ -94,12 +94,15 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 		"-netns", t.netnsName(), "-inode", strconv.FormatUint(t.NetNSInode, 10), "-boot", t.BootID,
 		"-nic", f.NIC, "-index", strconv.Itoa(u.Index),
 		"-down", down.String(), "-up", up.String(), "-deadline", strconv.FormatInt(op.Deadline.UnixNano(), 10))
-	p, err := spawn(op.ID, argv, helperEnv+"=1")
+	p, release, err := spawn(op.Helper, op.ID, argv)
 	if err != nil {
 		return u, err
 	}
 	u.Driver = &p
 	if err := op.Record(u); err != nil {
+		return u, err
+	}
+	if err := release(true); err != nil {
 		return u, err
 	}
 	// Read back: the first phase takes the link down.
@@ -122,18 +125,36 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	}
 }
 
-// helperEnv tells a test binary to behave as the helper (see RunHelper).
-const helperEnv = "COMMLAB_INJECTOR_HELPER"
+// Helper processes: the injector starts its own executable with argv[1] =
+// helperArg and helperEnv=1; init then runs RunHelper instead of the program.
+const (
+	helperEnv = "COMMLAB_INJECTOR_HELPER"
+	helperArg = "injector-helper"
+)
 
-// IsHelper reports whether this process was started as the injector's helper.
-func IsHelper() bool { return os.Getenv(helperEnv) == "1" }
+// init turns any binary that links this package into the injector's helper when
+// the injector started it as one: the commlab binary, and the test binaries of
+// every package that applies faults, need no wiring of their own.
+func init() {
+	if os.Getenv(helperEnv) != "1" || len(os.Args) < 2 || os.Args[1] != helperArg {
+		return
+	}
+	os.Exit(RunHelper(context.Background(), os.Args[2:], os.Stderr))
+}
 
-// RunHelper runs the helper process named by args[0] (only "flap") and returns an
-// exit code. The commlab binary calls it from its hidden injector-helper
-// subcommand; a test binary calls it from TestMain when IsHelper is true.
+// RunHelper runs the helper process named by args[0] ("gate", which holds a
+// fault's process until its pid is journaled, then execs it; "flap", the nic-flap
+// driver) and returns an exit code. The package's init calls it in processes the
+// injector started; commlab's hidden injector-helper subcommand calls it too.
 func RunHelper(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) > 2 && args[0] == "gate" && args[1] == "--" {
+		if err := runGate(args[2:]); err != nil {
+			fmt.Fprintln(stderr, "injector-helper:", err)
+		}
+		return 1
+	}
 	if len(args) == 0 || args[0] != "flap" {
-		fmt.Fprintln(stderr, "injector-helper: want: flap -netns NAME -nic NIC ...")
+		fmt.Fprintln(stderr, "injector-helper: want: gate -- ARGV..., or flap -netns NAME -nic NIC ...")
 		return 2
 	}
 	fs := flag.NewFlagSet("flap", flag.ContinueOnError)

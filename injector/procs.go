@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,19 +66,67 @@ func lookTool(name string) (string, error) {
 	return "", fmt.Errorf("%w: %s is not installed", ErrUnsupported, name)
 }
 
-// spawn starts argv detached (own session, stdio on /dev/null) tagged with the
-// fault id. The child is reaped in the background while this process lives.
-func spawn(id string, argv []string, extraEnv ...string) (Proc, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), tagEnv+"="+id)
-	cmd.Env = append(cmd.Env, extraEnv...)
+// spawn starts argv detached (own session, stdio on /dev/null), tagged with the
+// fault id, behind the helper's gate: the process waits until release is called,
+// which the caller does once the pid is journaled. If this process dies first,
+// the gate reads end-of-file and exits without running argv, so no process can
+// escape both the journal and a sweep's scan for the tag (a process between
+// fork and exec does not carry the tag yet). The child is reaped in the
+// background while this process lives. release(false) closes the gate without
+// running argv (what this process dying amounts to).
+func spawn(helper []string, id string, argv []string) (p Proc, release func(run bool) error, err error) {
+	if len(helper) == 0 {
+		return Proc{}, nil, fmt.Errorf("start %s: no helper process configured", filepath.Base(argv[0]))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return Proc{}, nil, fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer r.Close()
+	full := append(append(append([]string(nil), helper...), "gate", "--"), argv...)
+	cmd := exec.Command(full[0], full[1:]...)
+	cmd.Env = append(os.Environ(), tagEnv+"="+id, helperEnv+"=1")
+	cmd.ExtraFiles = []*os.File{r} // fd 3 in the child
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return Proc{}, fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err)
+		w.Close()
+		return Proc{}, nil, fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err)
 	}
-	p := Proc{PID: cmd.Process.Pid, Start: procStart(cmd.Process.Pid)}
+	p = Proc{PID: cmd.Process.Pid, Start: procStart(cmd.Process.Pid)}
 	go cmd.Wait()
-	return p, nil
+	return p, func(run bool) error {
+		defer w.Close()
+		if !run {
+			return nil
+		}
+		if _, err := w.Write([]byte{gateGo}); err != nil {
+			return fmt.Errorf("release %s: %w", filepath.Base(argv[0]), err)
+		}
+		return nil
+	}, nil
+}
+
+// gateGo is the byte that lets a gated process run.
+const gateGo = 'g'
+
+// runGate waits for the go byte on fd 3, then execs argv (same pid, same tag).
+func runGate(argv []string) error {
+	gate := os.NewFile(3, "gate")
+	var b [1]byte
+	if n, _ := gate.Read(b[:]); n != 1 || b[0] != gateGo {
+		return errors.New("gate: the process that started this one is gone; not running")
+	}
+	gate.Close()
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	env := os.Environ()
+	if len(argv) < 2 || argv[1] != helperArg {
+		// Not a helper: the marker must not make a commlab it starts a helper.
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, helperEnv+"=") })
+	}
+	return syscall.Exec(path, argv, env)
 }
 
 // tagged lists the processes carrying the tag of fault id.

@@ -17,7 +17,8 @@ import (
 )
 
 // This file holds the fault injector's commands: inject, faults, revert, sweep,
-// and the hidden injector-helper that drives long-running faults (nic-flap).
+// and the hidden injector-helper (the injector starts its helper processes with it;
+// the injector package intercepts them before cobra runs).
 
 // faultRegistry is the registry of every fault kind commlab ships.
 func faultRegistry() *injector.Registry {

@@ -60,6 +60,10 @@ func Create(path string, h Header) (*Writer, error) {
 		return nil, err
 	}
 	w.w.Write(append(line, '\n'))
+	if err := w.w.Flush(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
 	return w, nil
 }
 

@@ -145,3 +145,17 @@ func TestClean(t *testing.T) {
 		}
 	}
 }
+
+// A recording with nothing in it yet (graded at once) is still a valid, empty one.
+func TestEmptyRecording(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cast")
+	w, err := Create(p, Header{Width: 80, Height: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := ReadFile(p)
+	if err != nil || len(c.Commands()) != 0 {
+		t.Fatalf("fresh recording: %v", err)
+	}
+}

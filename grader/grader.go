@@ -7,8 +7,9 @@ package grader
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/commlab/commlab/labs/record"
@@ -114,7 +115,7 @@ func Grade(in Input) (Result, error) {
 	fields := 0
 	right := 0
 	var wrong []string
-	for _, k := range sortedKeys(loc) {
+	for _, k := range slices.Sorted(maps.Keys(loc)) {
 		fields++
 		if strings.EqualFold(strings.TrimSpace(in.Diagnosis.Location[k]), loc[k]) {
 			right++
@@ -244,13 +245,4 @@ func simpleCommand(line string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

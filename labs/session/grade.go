@@ -69,14 +69,3 @@ func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 	l.cancel() // teardown: revert and down
 	return res, nil
 }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -340,7 +341,7 @@ func (l *Lab) Status() Status {
 	if l.env != nil {
 		st.Sandbox = l.env.ID()
 	}
-	sortStrings(st.Nodes)
+	slices.Sort(st.Nodes)
 	return st
 }
 

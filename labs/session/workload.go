@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +31,7 @@ func (l *Lab) hosts() string {
 func (l *Lab) workloadEnv() []string {
 	var env []string
 	if w := l.Variant.Scenario.Workload; w != nil {
-		for _, k := range sortedKeys(w.Env) {
+		for _, k := range slices.Sorted(maps.Keys(w.Env)) {
 			env = append(env, k+"="+l.Variant.Expand(w.Env[k]))
 		}
 	}

@@ -98,14 +98,14 @@ func benchLatency(t *testing.T, iter int) {
 }
 
 func benchRate(t *testing.T) {
-	fmt.Printf("\n### nic-rate precision (iperf3 TCP, n1 to n2, 3 s after 1 s omitted)\n\n")
+	fmt.Printf("\n### nic-rate precision (iperf3 TCP, n1 to n2, 5 s after 1 s omitted)\n\n")
 	fmt.Println("| MTU | asked Mbit/s | iperf3 goodput | error | tbf wire rate | error |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|")
 	for _, mtu := range []int{9000, 1500} {
 		l := newLab(t, mtu, "n1", "n2")
 		in := newInjector(t)
 		for _, rate := range []string{"10mbit", "100mbit", "1000mbit"} {
-			asked, got, wire := rateRun(t, l, in, rate, 3)
+			asked, got, wire := rateRun(t, l, in, rate, 5)
 			fmt.Printf("| %d | %.0f | %.1f | %+.1f%% | %.1f | %+.1f%% |\n", mtu, asked, got, 100*(got/asked-1), wire, 100*(wire/asked-1))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs/netns"
 )
 
 // This file holds the fault injector's commands: inject, faults, revert, sweep,
@@ -262,10 +263,13 @@ func newSweepCmd(g *globals) *cobra.Command {
 	var expired bool
 	cmd := &cobra.Command{
 		Use:   "sweep",
-		Short: "Revert every journaled fault (or with --expired only those past their deadline)",
-		Long: `Revert every fault in the journal, whatever state a crash left it in; reverting is
-idempotent, so a sweep can run any number of times. 'commlab serve' sweeps at start-up.
-Sandboxes left behind are removed by 'commlab lab sweep'.`,
+		Short: "Revert every journaled fault, then remove sandboxes whose owner is gone",
+		Long: `Revert every fault in the journal, whatever state a crash left it in, then remove every
+lab sandbox (cl-* namespaces, nftables tables, commlab/ cgroups, run-time files) whose owner
+process is gone or whose TTL passed. Both are idempotent, so a sweep can run any number of
+times; 'commlab serve' does the same at start-up. With --expired only faults past their
+deadline are reverted and sandboxes are left alone. 'commlab lab sweep --grace 0' also removes
+unrecorded cl- objects at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := faultNeedRoot("sweep"); err != nil {
@@ -284,7 +288,17 @@ Sandboxes left behind are removed by 'commlab lab sweep'.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "reverted %s\n", id)
 			}
 			if err == nil && len(ids) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "nothing to revert")
+				fmt.Fprintln(cmd.OutOrStdout(), "no fault to revert")
+			}
+			if err != nil || expired {
+				return err
+			}
+			removed, err := netns.Sweep(cmd.Context(), g.dataDir)
+			for _, id := range removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed sandbox %s\n", id)
+			}
+			if err == nil && len(removed) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no sandbox to remove")
 			}
 			return err
 		},

@@ -203,6 +203,7 @@ func (l *Lab) run() {
 			return
 		}
 		l.baseline = bw
+		l.samples.add(bw) // the chart starts from the healthy level
 	}
 
 	l.setStep(3, "注入故障")
@@ -236,6 +237,7 @@ func (l *Lab) run() {
 			return
 		}
 		l.faulted = bw
+		l.samples.add(bw)
 		if bw >= s.Remediation.MinRatio*l.baseline {
 			l.fail(fmt.Errorf("self-test: the fault did not slow the workload (%.3f GB/s with it, %.3f without): this lab is not scored, start it again", bw, l.baseline))
 			return

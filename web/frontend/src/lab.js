@@ -93,7 +93,8 @@ function chart(el, session) {
   const opts = {
     width: el.clientWidth || 600, height: 220,
     series: [{}, { label: el.dataset.label || "busbw (GB/s)", stroke: "#0b5cad", width: 2, points: { show: false } }],
-    axes: [{}, { label: "GB/s", size: 60 }],
+    // Lab links run at Mbit/s, so busbw is a few hundredths of a GB/s: keep 3 significant digits.
+    axes: [{}, { label: "GB/s", size: 70, values: (u, vals) => vals.map((v) => (v === 0 ? "0" : Number(v.toPrecision(3)).toString())) }],
     scales: { x: { time: true } },
     hooks: { draw: [(u) => drawEvents(u, events)] },
   };

@@ -227,19 +227,75 @@ func find(ts []Transcript, ref EvidenceRef) (record.Command, string, bool) {
 
 // simpleCommand accepts a tool run as it is, or piped into a filter that only selects
 // lines; anything that could print text of its own making (echo, printf, sed, redirects,
-// command substitution, several commands) is not evidence.
+// command substitution, several commands) is not evidence. Quotes are honoured, so
+// grep -E 'a|b' is one command.
 func simpleCommand(line string) bool {
-	if strings.ContainsAny(line, ";&`$<>\n") {
+	var stages [][]string
+	var word strings.Builder
+	var words []string
+	inWord := false
+	flushWord := func() {
+		if inWord {
+			words = append(words, word.String())
+			word.Reset()
+			inWord = false
+		}
+	}
+	quote := byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				word.WriteByte(c)
+			}
+			continue
+		case quote == '"':
+			switch c {
+			case '"':
+				quote = 0
+			case '$', '`', '\\':
+				return false // expansions inside double quotes can make text up
+			default:
+				word.WriteByte(c)
+			}
+			continue
+		}
+		switch c {
+		case '\'', '"':
+			quote, inWord = c, true
+		case ' ', '\t':
+			flushWord()
+		case '|':
+			if i+1 < len(line) && line[i+1] == '|' {
+				return false
+			}
+			flushWord()
+			stages = append(stages, words)
+			words = nil
+		case ';', '&', '<', '>', '$', '`', '\\', '\n', '(', ')':
+			return false
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quote != 0 {
 		return false
 	}
-	parts := strings.Split(line, "|")
-	for _, p := range parts[1:] {
-		f := strings.Fields(p)
-		if len(f) == 0 {
+	flushWord()
+	stages = append(stages, words)
+	for i, st := range stages {
+		if len(st) == 0 {
 			return false
 		}
-		switch f[0] {
-		case "grep", "egrep", "head", "tail", "less", "more", "cat", "column":
+		if i == 0 {
+			continue
+		}
+		switch st[0] {
+		case "grep", "egrep", "fgrep", "head", "tail", "less", "more", "cat", "column":
 		default:
 			return false
 		}

@@ -150,3 +150,32 @@ func FuzzParseDiagnosis(f *testing.F) {
 		}
 	})
 }
+
+func TestSimpleCommand(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"tc -s qdisc show dev rdma0", true},
+		{"tc qdisc show | grep tbf", true},
+		{"grep -E 'NET/IB|NET/Socket' train.log", true},
+		{`grep "error 12" train.log | tail -n 3`, true},
+		{"ip -s link show dev rdma0 | head -20", true},
+		{"echo 'qdisc tbf c2: root rate 80Mbit'", true}, // a single command: the patterns reject echo
+		{"tc qdisc show | sed s/noqueue/tbf/", false},
+		{"tc qdisc show; echo fake", false},
+		{"tc qdisc show && echo fake", false},
+		{"tc qdisc show || true", false},
+		{"cat <(echo fake)", false},
+		{"tc qdisc show > /tmp/x", false},
+		{`grep "$(printf fake)" train.log`, false},
+		{"grep `printf fake` train.log", false},
+		{"grep 'unterminated train.log", false},
+		{"tc qdisc show |", false},
+		{"tc qdisc show | awk '{print}'", false},
+	} {
+		if got := simpleCommand(tt.line); got != tt.want {
+			t.Errorf("simpleCommand(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}

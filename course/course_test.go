@@ -1,6 +1,7 @@
 package course
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -329,5 +330,58 @@ func TestEmbeddedCourseLoads(t *testing.T) {
 	}
 	if len(c.Modules) != 6 || len(c.Chapters()) != 30 {
 		t.Fatalf("want 6 modules and 30 chapters, got %d and %d", len(c.Modules), len(c.Chapters()))
+	}
+}
+
+// TestEmbeddedQuizzes answers every question of every written chapter with its key and
+// with a wrong answer: the key scores, the wrong answer does not.
+func TestEmbeddedQuizzes(t *testing.T) {
+	cat, _ := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{})
+	c, probs := Load(Embedded(), Options{LabExists: func(id string) bool { _, ok := cat.Get(id); return ok }})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	for _, ch := range c.Chapters() {
+		if ch.Quiz == nil {
+			if ch.Written() {
+				t.Errorf("%s has no quiz", ch.ID)
+			}
+			continue
+		}
+		for _, q := range ch.Quiz.Questions {
+			right, wrong := keyAndWrong(q)
+			if !q.correct(right) {
+				t.Errorf("%s %s: its own key %v is graded wrong", ch.ID, q.ID, right)
+			}
+			if q.correct(wrong) {
+				t.Errorf("%s %s: the wrong answer %v is graded right", ch.ID, q.ID, wrong)
+			}
+		}
+	}
+}
+
+func keyAndWrong(q *Question) (right, wrong []string) {
+	switch q.Type {
+	case Single:
+		return []string{strconv.Itoa(q.single)}, []string{strconv.Itoa((q.single + 1) % len(q.Options))}
+	case Multiple:
+		for i := range q.Options {
+			if q.multiple[i] {
+				right = append(right, strconv.Itoa(i))
+			}
+		}
+		// Flip the first option: add it when missing, drop it when present.
+		if q.multiple[0] {
+			wrong = right[1:]
+		} else {
+			wrong = append([]string{"0"}, right...)
+		}
+		return right, wrong
+	default:
+		off := q.numeric * (q.tolerance + 0.05)
+		if q.numeric == 0 {
+			off = q.tolerance + 1
+		}
+		return []string{strconv.FormatFloat(q.numeric, 'g', -1, 64)}, []string{strconv.FormatFloat(q.numeric+off, 'g', -1, 64)}
 	}
 }

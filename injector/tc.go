@@ -21,12 +21,14 @@ const (
 
 // tbfSizing returns tbf's burst and queue limit in bytes for rate (bytes/s) and a
 // link MTU: the burst covers 4 ms of traffic (one tick at HZ=250) and at least two
-// frames, the queue 50 ms more, so TCP neither collapses nor sees line rate.
+// frames, the queue 50 ms more and at least 16 frames, so TCP neither collapses
+// nor sees line rate, and a slow jumbo-frame link still queues enough packets for
+// a loss to be repaired by fast retransmit (three duplicate ACKs), not a 200 ms RTO.
 func tbfSizing(rateBps uint64, mtu int) (burst, limit uint32) {
 	frame := uint64(mtu + 18)
 	b := max(2*frame, rateBps*4/1000)
 	l := b + rateBps*50/1000
-	l = max(l, 3*frame)
+	l = max(l, 16*frame)
 	return uint32(min(b, 1<<30)), uint32(min(l, 1<<31))
 }
 

@@ -49,7 +49,10 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 // screenshot saves the page under artifacts/ (ignored by git) for review.
 func screenshot(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	// A screenshot is for review only: it must not spend the test's time budget.
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 		return

@@ -119,6 +119,7 @@ func acceptDialogs(ctx context.Context) {
 // runLab starts chapter 1's lab from the chapter page and waits for the terminals.
 func runLab(ctx context.Context, t *testing.T, base string, mgr *session.Manager, userID int64, shot string) *session.Lab {
 	t.Helper()
+	start := time.Now()
 	must(ctx, t, "start lab", chromedp.Do(ctx,
 		chromedp.Navigate(base+"/course/ch01"),
 		chromedp.Click(`#labs a[href="/labs/ch01-tour"]`, chromedp.NodeVisible),
@@ -129,11 +130,24 @@ func runLab(ctx context.Context, t *testing.T, base string, mgr *session.Manager
 	lctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	must(ctx, t, "lab ready", chromedp.Do(lctx, chromedp.WaitVisible(`.term .xterm-rows`)))
+	t.Logf("%s: terminals ready %s after the click on the chapter's lab link", shot, time.Since(start).Round(time.Millisecond))
 	l, ok := mgr.Current(userID)
 	if !ok {
 		t.Fatal("no lab for the learner")
 	}
 	return l
+}
+
+// waitEnded waits for a graded lab's teardown (reverts and namespaces gone).
+func waitEnded(t *testing.T, l *session.Lab) {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-l.Ended():
+		t.Logf("lab %s: teardown took %s", l.ID, time.Since(start).Round(time.Millisecond))
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("lab %s has not ended 2 min after grading (state %s)", l.ID, l.Status().State)
+	}
 }
 
 func must(ctx context.Context, t *testing.T, step string, err error) {
@@ -219,7 +233,7 @@ func TestBrowserLab(t *testing.T) {
 	if err != nil || !prog["ch01"].LabPassed || prog["ch01"].LabAttempts != 1 {
 		t.Errorf("progress after a passed lab: %+v %v", prog["ch01"], err)
 	}
-	l.Wait()
+	waitEnded(t, l)
 
 	// Run 2: the wrong node fails.
 	l2 := runLab(ctx, t, hs.URL, mgr, u.ID, "lab2")
@@ -238,7 +252,7 @@ func TestBrowserLab(t *testing.T) {
 	if passed, _ := chromedp.Run(ctx, chromedp.AttributeValue(`#result [data-passed]`, "data-passed")); passed.Value != "false" {
 		t.Errorf("the wrong node passed (data-passed=%q)", passed.Value)
 	}
-	l2.Wait()
+	waitEnded(t, l2)
 	if prog, _ := st.Progress(context.Background(), u.ID); prog["ch01"].LabAttempts != 2 || !prog["ch01"].LabPassed {
 		t.Errorf("progress after a failed second attempt: %+v", prog["ch01"])
 	}

@@ -22,8 +22,8 @@ func TestOpenWithoutDriver(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
-	if err := Probe(); !errors.Is(err, ErrNoDriver) {
-		t.Errorf("Probe: %v, want ErrNoDriver", err)
+	if _, err := Count(); !errors.Is(err, ErrNoDriver) {
+		t.Errorf("Count: %v, want ErrNoDriver", err)
 	}
 }
 

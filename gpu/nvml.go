@@ -90,23 +90,23 @@ func Open() (*NVML, error) {
 	return open(nvml.New(), Sysfs{})
 }
 
-// Probe says whether this host can run GPU labs: nil when NVML opens and
-// sees at least one GPU; otherwise an error to show the learner (it wraps
-// ErrNoDriver when there is no driver: "GPU labs need a GPU node").
-func Probe() error {
+// Count returns how many GPUs NVML sees, for deciding whether this host can run
+// GPU labs. Without the driver, or with no GPU, the error wraps ErrNoDriver and
+// says so in words a learner can act on ("GPU labs need a GPU node").
+func Count() (int, error) {
 	n, err := Open()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer n.Close()
 	count, ret := n.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return fmt.Errorf("count GPUs: %s", nvmlErr(ret))
+		return 0, fmt.Errorf("count GPUs: %s", nvmlErr(ret))
 	}
 	if count == 0 {
-		return fmt.Errorf("%w: the driver is loaded but NVML sees no GPU (GPU labs need a GPU node)", ErrNoDriver)
+		return 0, fmt.Errorf("%w: the driver is loaded but NVML sees no GPU (GPU labs need a GPU node)", ErrNoDriver)
 	}
-	return nil
+	return count, nil
 }
 
 func open(lib nvmlLib, sys Sysfs) (*NVML, error) {

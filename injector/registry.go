@@ -122,7 +122,7 @@ func Builtin() []Kind {
 		NICRateKind(), NICDownKind(), NICFlapKind(), MTUMismatchKind(), WrongRouteKind(),
 		LossKind(), DelayKind(), JitterKind(), CorruptKind(),
 		RoCEDropKind(), PortBlockKind(), CongestionKind(),
-		EnvForceKind(), CPUSqueezeKind(), MemPressureKind(), ShmSmallKind(),
+		EnvForceKind(), CPUSqueezeKind(), MemPressureKind(), ShmSmallKind(), NUMAMisbindKind(),
 	}
 }
 

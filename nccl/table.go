@@ -2,6 +2,8 @@ package nccl
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -192,4 +194,23 @@ func BusBWFactor(op string, n int) (float64, error) {
 		return 1, nil
 	}
 	return 0, fmt.Errorf("op %q has no busbw factor", op)
+}
+
+// AvgBusBW reads the first "# Avg bus bandwidth    : 12.3456" footer of nccl-tests
+// output (or commlab bench's), in GB/s.
+func AvgBusBW(out []byte) (float64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "# Avg bus bandwidth"); ok {
+			_, val, _ := strings.Cut(rest, ":")
+			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if err != nil {
+				return 0, fmt.Errorf("bad Avg bus bandwidth line %q", line)
+			}
+			return f, nil
+		}
+	}
+	return 0, errors.New("the workload printed no Avg bus bandwidth line")
 }

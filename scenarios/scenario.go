@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,16 +44,25 @@ type Scenario struct {
 // Environment says where the lab runs.
 type Environment struct {
 	Kind     string   `yaml:"kind"`     // "netns" (default) or "gpu"
-	Topology string   `yaml:"topology"` // a topology name known to the environment
+	Topology string   `yaml:"topology"` // a topology name known to the environment; gpu: GPUTopology
 	Needs    []string `yaml:"needs"`    // kernel or host features, e.g. netem, tbf
+	// GPUs is how many GPUs a gpu lab's node must have (default 1).
+	GPUs int `yaml:"gpus"`
 	// Terminals lists the nodes the learner gets a shell in; empty means every node.
 	Terminals []string `yaml:"terminals"`
 }
 
 // Workload is what runs during the lab so that the fault shows.
 type Workload struct {
-	// Bench is the argv after "commlab bench", e.g. [all_reduce, -b, 1M, -e, 64M].
+	// Bench is the argv after "commlab bench", e.g. [all_reduce, -b, 1M, -e, 64M]
+	// (netns labs).
 	Bench []string `yaml:"bench"`
+	// GPU is the argv after "commlab gpu" on a GPU node (gpu labs): pcie or nccl-test
+	// and their flags, e.g. [pcie, --sizes, 256M].
+	GPU []string `yaml:"gpu"`
+	// Metric is the figure the chart and the remediation check follow, in GB/s:
+	// busbw (bench, nccl-test; the default) or, for pcie, one of PCIeMetrics.
+	Metric string `yaml:"metric"`
 	// Hosts are the nodes that run ranks, as node:ranks (e.g. node1:2); empty: every node, one rank.
 	Hosts []string          `yaml:"hosts"`
 	Env   map[string]string `yaml:"env"`
@@ -94,7 +104,7 @@ type EvidenceSpec struct {
 // Remediation re-measures after the learner's fix: the workload's busbw must come back
 // to at least MinRatio of the healthy baseline measured before the fault.
 type Remediation struct {
-	Measure  string  `yaml:"measure"` // "bench"
+	Measure  string  `yaml:"measure"` // "workload"
 	MinRatio float64 `yaml:"min_ratio"`
 	Describe string  `yaml:"describe"`
 }
@@ -258,6 +268,21 @@ func (v *validator) validate() {
 			v.at("$.environment.topology", "unknown topology %q", s.Environment.Topology)
 		}
 	case "gpu":
+		if s.Environment.Topology == "" {
+			s.Environment.Topology = GPUTopology
+		}
+		if s.Environment.Topology != GPUTopology {
+			v.at("$.environment.topology", "a gpu lab runs on the host's one node: topology must be %s or empty, got %q", GPUTopology, s.Environment.Topology)
+		}
+		if s.Environment.GPUs == 0 {
+			s.Environment.GPUs = 1
+		}
+		if s.Environment.GPUs < 0 {
+			v.at("$.environment.gpus", "gpus %d: want 1 or more", s.Environment.GPUs)
+		}
+		if v.opts.Topology != nil {
+			nodes, nics, _ = v.opts.Topology(GPUTopology)
+		}
 	default:
 		v.at("$.environment.kind", "environment kind must be netns or gpu, got %q", s.Environment.Kind)
 	}
@@ -320,8 +345,8 @@ func (v *validator) validate() {
 		v.checkRefs(at, e.Command, e.Output, e.Node)
 	}
 	if r := s.Remediation; r != nil {
-		if r.Measure != "bench" {
-			v.at("$.remediation.measure", "remediation measure must be bench, got %q", r.Measure)
+		if r.Measure != "workload" {
+			v.at("$.remediation.measure", "remediation measure must be workload (the lab's workload, run again), got %q", r.Measure)
 		}
 		if r.MinRatio <= 0 || r.MinRatio > 1 {
 			v.at("$.remediation.min_ratio", "min_ratio is a fraction of the baseline in (0, 1], got %v", r.MinRatio)
@@ -340,11 +365,59 @@ func (v *validator) validate() {
 	if total > 0.6 {
 		v.at("$.hints", "hints cost %.2f in all; keep it at most 0.6 so a lab can still be passed", total)
 	}
-	if w := s.Workload; w != nil && len(w.Bench) == 0 {
-		v.at("$.workload.bench", "workload.bench is the argv of commlab bench, e.g. [all_reduce, -b, 1M, -e, 64M]")
+	if w := s.Workload; w != nil {
+		v.checkWorkload(w, s.Environment.Kind)
 	}
 	v.checkRefs("$.diagnosis.location", mapValues(s.Diagnosis.Location)...)
 	v.checkRefs("$.task", s.Task, s.Debrief)
+}
+
+// GPUTopology is the topology of every gpu lab: the host's GPUs in one node (node1).
+const GPUTopology = "gpu-node"
+
+// PCIeMetrics are the figures a pcie workload can report: memory kind and direction.
+var PCIeMetrics = []string{"pinned-h2d", "pinned-d2h", "pinned-bidir", "pageable-h2d"}
+
+func (v *validator) checkWorkload(w *Workload, kind string) {
+	if kind != "gpu" {
+		if len(w.Bench) == 0 {
+			v.at("$.workload", "workload.bench is the argv of commlab bench, e.g. [all_reduce, -b, 1M, -e, 64M]")
+		}
+		if len(w.GPU) > 0 {
+			v.at("$.workload.gpu", "workload.gpu runs on a GPU node: set environment.kind: gpu, or use workload.bench")
+		}
+		if w.Metric != "" && w.Metric != "busbw" {
+			v.at("$.workload.metric", "a bench workload reports busbw, got metric %q", w.Metric)
+		}
+		return
+	}
+	if len(w.Bench) > 0 {
+		v.at("$.workload.bench", "a gpu lab runs commlab gpu, not the namespace bench: use workload.gpu, e.g. [nccl-test, --op, all_reduce]")
+	}
+	switch {
+	case len(w.GPU) == 0:
+		v.at("$.workload", "workload.gpu is the argv after commlab gpu: [pcie, ...] or [nccl-test, ...]")
+	case w.GPU[0] == "nccl-test":
+		if w.Metric == "" {
+			w.Metric = "busbw"
+		}
+		if w.Metric != "busbw" {
+			v.at("$.workload.metric", "nccl-test reports busbw, got metric %q", w.Metric)
+		}
+	case w.GPU[0] == "pcie":
+		if !slices.Contains(PCIeMetrics, w.Metric) {
+			at := "$.workload.metric"
+			if w.Metric == "" {
+				at = "$.workload"
+			}
+			v.at(at, "a pcie workload needs metric: one of %s, got %q", strings.Join(PCIeMetrics, ", "), w.Metric)
+		}
+	default:
+		v.at("$.workload.gpu", "workload.gpu must start with pcie or nccl-test, got %q", w.GPU[0])
+	}
+	if len(w.Hosts) > 0 {
+		v.at("$.workload.hosts", "a gpu lab has one node; hosts is for bench workloads")
+	}
 }
 
 // checkRefs reports ${name} references to parameters that do not exist.

@@ -13,8 +13,11 @@ import (
 
 var testOpts = Options{
 	Topology: func(name string) ([]string, []string, bool) {
-		if name == "2x1" {
+		switch name {
+		case "2x1":
 			return []string{"node1", "node2"}, []string{"eth0", "rdma0"}, true
+		case GPUTopology:
+			return []string{"node1"}, []string{"eth0"}, true
 		}
 		return nil, nil, false
 	},
@@ -30,9 +33,11 @@ var testOpts = Options{
 	ChapterExists: func(id string) bool { return id == "ch08" },
 }
 
-func good(t *testing.T) string {
+func good(t *testing.T) string { return fixture(t, "good.yaml") }
+
+func fixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/good.yaml")
+	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,29 +57,37 @@ func TestParseGood(t *testing.T) {
 // TestProblems checks that each semantic error is reported at its file:line:column.
 func TestProblems(t *testing.T) {
 	tests := []struct {
-		name, old, new string
-		want           string // "line:col: substring"
+		fixture, name, old, new string
+		want                    string // "line:col: substring"
 	}{
-		{"unknown field", "title: 一条", "titel: 一条", "3:1: unknown field"},
-		{"bad id", "id: rail-throttled", "id: Rail Throttled", "1:5: id"},
-		{"unknown chapter", "chapter: ch08", "chapter: ch99", "2:10: unknown chapter"},
-		{"unknown topology", "topology: 2x1", "topology: 9x9", "6:13: unknown topology"},
-		{"unknown kind", "kind: nic-rate", "kind: nic-speed", "17:9: fault nic-speed"},
-		{"node outside topology", "choose: [node1, node2]", "choose: [node1, node7]", "18:11: fault node \"node7\""},
-		{"nic outside topology", "nic: rdma0\n      rate", "nic: rdma9\n      rate", "20:12: NIC \"rdma9\""},
-		{"rate zero in some variant", "min: 40", "min: 0", "17:9: rate must be > 0"},
-		{"range without step", "step: 10", "step: 0", "13:8: param rate"},
-		{"unknown class", "class: nic-rate-limited", "class: slow-network", "25:10: unknown fault class"},
-		{"location missing nic", "    nic: rdma0\nevidence", "evidence", "27:9: add location.nic"},
-		{"undefined param", "root .*rate ${rate}Mbit", "root .*rate ${speed}Mbit", "30:7: ${speed} names no parameter"},
-		{"bad regexp", `'^tc\b.*\bqdisc\b'`, `'^tc(('`, "33:14: bad command pattern"},
-		{"ratio out of range", "min_ratio: 0.8", "min_ratio: 80", "37:14: min_ratio"},
-		{"hint too costly", "cost: 0.1", "cost: 0.9", "39:9: a hint needs text"},
-		{"type error", "min_ratio: 0.8", "min_ratio: high", "37:14: "},
+		{"good.yaml", "unknown field", "title: 一条", "titel: 一条", "3:1: unknown field"},
+		{"good.yaml", "bad id", "id: rail-throttled", "id: Rail Throttled", "1:5: id"},
+		{"good.yaml", "unknown chapter", "chapter: ch08", "chapter: ch99", "2:10: unknown chapter"},
+		{"good.yaml", "unknown topology", "topology: 2x1", "topology: 9x9", "6:13: unknown topology"},
+		{"good.yaml", "unknown kind", "kind: nic-rate", "kind: nic-speed", "17:9: fault nic-speed"},
+		{"good.yaml", "node outside topology", "choose: [node1, node2]", "choose: [node1, node7]", "18:11: fault node \"node7\""},
+		{"good.yaml", "nic outside topology", "nic: rdma0\n      rate", "nic: rdma9\n      rate", "20:12: NIC \"rdma9\""},
+		{"good.yaml", "rate zero in some variant", "min: 40", "min: 0", "17:9: rate must be > 0"},
+		{"good.yaml", "range without step", "step: 10", "step: 0", "13:8: param rate"},
+		{"good.yaml", "unknown class", "class: nic-rate-limited", "class: slow-network", "25:10: unknown fault class"},
+		{"good.yaml", "location missing nic", "    nic: rdma0\nevidence", "evidence", "27:9: add location.nic"},
+		{"good.yaml", "undefined param", "root .*rate ${rate}Mbit", "root .*rate ${speed}Mbit", "30:7: ${speed} names no parameter"},
+		{"good.yaml", "bad regexp", `'^tc\b.*\bqdisc\b'`, `'^tc(('`, "33:14: bad command pattern"},
+		{"good.yaml", "ratio out of range", "min_ratio: 0.8", "min_ratio: 80", "37:14: min_ratio"},
+		{"good.yaml", "hint too costly", "cost: 0.1", "cost: 0.9", "39:9: a hint needs text"},
+		{"good.yaml", "type error", "min_ratio: 0.8", "min_ratio: high", "37:14: "},
+		{"good.yaml", "gpu workload in a netns lab", "workload:\n", "workload:\n  gpu: [pcie]\n", "8:8: workload.gpu runs on a GPU node"},
+		{"gpu.yaml", "bench in a gpu lab", "workload:\n", "workload:\n  bench: [all_reduce]\n", "7:10: use workload.gpu"},
+		{"gpu.yaml", "pcie without a metric", "  metric: pageable-h2d\n", "", "7:6: a pcie workload needs metric"},
+		{"gpu.yaml", "unknown metric", "metric: pageable-h2d", "metric: fast", "8:11: a pcie workload needs metric"},
+		{"gpu.yaml", "nccl-test reports busbw", "gpu: [pcie, --sizes, 256M]", "gpu: [nccl-test]", "8:11: nccl-test reports busbw"},
+		{"gpu.yaml", "unknown gpu command", "gpu: [pcie, --sizes, 256M]", "gpu: [burn]", "7:8: must start with pcie or nccl-test"},
+		{"gpu.yaml", "a topology of its own", "kind: gpu\n", "kind: gpu\n  topology: 2x1\n", "6:13: topology must be gpu-node"},
+		{"gpu.yaml", "node outside the gpu node", "node: node1\n    params", "node: node2\n    params", "11:11: fault node \"node2\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := good(t)
+			src := fixture(t, tt.fixture)
 			if !strings.Contains(src, tt.old) {
 				t.Fatalf("fixture lacks %q", tt.old)
 			}
@@ -92,6 +105,16 @@ func TestProblems(t *testing.T) {
 			}
 			t.Errorf("want s.yaml:%s, got:\n%v", tt.want, probs)
 		})
+	}
+}
+
+func TestParseGPU(t *testing.T) {
+	s, probs := Parse("gpu.yaml", []byte(fixture(t, "gpu.yaml")), testOpts)
+	if len(probs) > 0 {
+		t.Fatalf("problems:\n%v", probs)
+	}
+	if e := s.Environment; e.Kind != "gpu" || e.Topology != GPUTopology || e.GPUs != 1 {
+		t.Errorf("environment %+v, want kind gpu, topology %s, 1 GPU", e, GPUTopology)
 	}
 }
 

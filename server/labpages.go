@@ -56,6 +56,8 @@ type labIntroData struct {
 	Chapter  string
 	Current  *session.Lab
 	Off      string
+	// Cannot says why this host cannot run the lab (a gpu lab without a GPU).
+	Cannot string
 }
 
 func (s *Server) scenario(id string) (*scenarios.Scenario, error) {
@@ -79,6 +81,11 @@ func (s *Server) labIntro(c *gin.Context) {
 	if ch, ok := s.lib.Course().Chapter(sc.Chapter); ok {
 		d.Chapter = ch.Title
 	}
+	if s.labs != nil {
+		if err := s.labs.Check(sc); err != nil {
+			d.Cannot = err.Error()
+		}
+	}
 	if u := userOf(c); u != nil && s.labs != nil {
 		if l, ok := s.labs.Current(u.ID); ok && !ended(l) {
 			d.Current = l
@@ -95,6 +102,10 @@ func (s *Server) labStart(c *gin.Context) {
 	}
 	if s.labs == nil {
 		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
+		return
+	}
+	if err := s.labs.Check(sc); err != nil {
+		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})
 		return
 	}
 	u := userOf(c)

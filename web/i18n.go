@@ -82,6 +82,7 @@ var messages = map[string]pair{
 	"err.internal":       {"服务器内部错误，已记录日志。请稍后重试。", "Internal error (logged). Please try again later."},
 	"err.nolab":          {"没有这个实验（或它不属于你）。", "No such lab (or it is not yours)."},
 	"err.labsoff":        {"这台服务器上的实验没有启用：%s", "Labs are off on this server: %s"},
+	"err.labcannot":      {"这台主机不能运行这个实验：%s", "This host cannot run this lab: %s"},
 	"err.labbusy":        {"你已经有一个实验在运行：先完成或停止它。", "You already have a lab running: finish or stop it first."},
 	"err.toomanyterms":   {"打开的终端太多（上限 %s 个）：关掉一些标签页。", "Too many open terminals (limit %s): close some tabs."},
 	"err.labnotready":    {"实验尚未就绪或已经结束。", "The lab is not ready, or it has ended."},

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/gpu"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
@@ -69,7 +70,7 @@ func labServer(t testing.TB, opts ...func(*session.Config)) (*httptest.Server, *
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := session.Config{
-		Provider: backend.Netns{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},
+		Provider: backend.Local{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},
 		DataDir: data, TTL: 15 * time.Minute, Log: log,
 	}
 	for _, o := range opts {
@@ -343,4 +344,37 @@ func csrfOf(t testing.TB, c *http.Client, page string) string {
 		t.Fatalf("no CSRF token on %s", page)
 	}
 	return string(m[1])
+}
+
+// TestGPULabNeedsGPUNode: on a host without GPUs, a gpu lab's page says why it cannot
+// run and offers no start button, and a start is refused with 503 and no lab.
+func TestGPULabNeedsGPUNode(t *testing.T) {
+	if _, err := gpu.Count(); err == nil {
+		t.Skip("this host has GPUs")
+	}
+	hs, mgr, st := labServer(t)
+	c := newSessionClient(t, hs.URL, "gpu@example.com")
+	u, _ := st.UserByEmail(context.Background(), "gpu@example.com")
+	page := hs.URL + "/labs/ch10-gpu-h2d-throttled"
+	resp, err := c.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "这台主机不能运行这个实验") || !strings.Contains(string(b), "GPU node") || strings.Contains(string(b), `id="start-lab"`) {
+		t.Errorf("the gpu lab's page on a host without GPUs:\n%s", b)
+	}
+	tok := csrfOf(t, c, hs.URL+"/labs/ch01-tour")
+	resp, err = c.PostForm(page+"/start", url.Values{"csrf_token": {tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("start a gpu lab without GPUs: %d, want 503", resp.StatusCode)
+	}
+	if _, ok := mgr.Current(u.ID); ok {
+		t.Error("a gpu lab started on a host without GPUs")
+	}
 }

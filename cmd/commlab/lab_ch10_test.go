@@ -128,14 +128,9 @@ func shellVisibleBin(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "commlab")
-	if b, err := runCmd("go", "build", "-o", out, "."); err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("build commlab: %v\n%s", err, b)
-	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	buildInto(t, out)
 	prev := selfBin
 	selfBin = out
-	t.Cleanup(func() {
-		selfBin = prev
-		os.RemoveAll(dir)
-	})
+	t.Cleanup(func() { selfBin = prev })
 }

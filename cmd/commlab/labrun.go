@@ -91,7 +91,7 @@ func runLab(ctx context.Context, g *globals, sc *scenarios.Scenario, seed uint64
 
 	fmt.Fprintf(out, "== %s (%s), variant seed %d\n", sc.Title, sc.ID, seed)
 	l := session.Start(ctx, session.Config{
-		Provider: backend.Netns{DataDir: g.dataDir, Exe: exe, Log: log},
+		Provider: backend.Local{DataDir: g.dataDir, Exe: exe, Log: log},
 		Faults:   backend.Faults{In: inj}, DataDir: g.dataDir, TTL: ttl, Log: log,
 	}, 0, sc.Draw(seed))
 	defer func() {

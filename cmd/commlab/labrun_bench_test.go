@@ -34,7 +34,7 @@ func BenchmarkLabRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := session.Config{Provider: backend.Netns{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},
+	cfg := session.Config{Provider: backend.Local{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},
 		DataDir: data, TTL: 5 * time.Minute, Log: log, NoStream: true}
 	var ready, grade time.Duration
 	b.ResetTimer()

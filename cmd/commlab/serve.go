@@ -112,7 +112,7 @@ func startLabs(ctx context.Context, dataDir string, log *slog.Logger) (*session.
 	}
 	go inj.Watch(ctx, time.Second)
 	return session.NewManager(ctx, session.Config{
-		Provider: backend.Netns{DataDir: dataDir, Exe: exe, Log: log},
+		Provider: backend.Local{DataDir: dataDir, Exe: exe, Log: log},
 		Faults:   backend.Faults{In: inj},
 		DataDir:  dataDir,
 		Log:      log,

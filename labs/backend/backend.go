@@ -1,37 +1,69 @@
 // Package backend assembles the real parts a lab session (labs/session) runs on:
 // network-namespace sandboxes (labs/netns), the collective benchmark running in their
-// nodes (bench), and the journaled fault injector (injector).
+// nodes (bench), the host's GPUs for gpu labs (gpu, nccl), and the journaled fault
+// injector (injector).
 package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/commlab/commlab/bench"
+	"github.com/commlab/commlab/gpu"
 	"github.com/commlab/commlab/injector"
-	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
+	"github.com/commlab/commlab/scenarios"
 )
 
-// Netns brings labs up as network-namespace sandboxes.
-type Netns struct {
+// Local brings labs up on this host: a cluster of network namespaces for netns
+// labs, and for gpu labs a one-node sandbox whose workloads use the host's GPUs.
+type Local struct {
 	DataDir string
-	Exe     string // the commlab binary: ranks run "commlab bench rank"
+	Exe     string // the commlab binary: ranks run "commlab bench rank", GPU workloads "commlab gpu"
 	Log     *slog.Logger
+	// GPUs counts the host's GPUs; nil means gpu.Count (NVML).
+	GPUs func() (int, error)
 }
 
-var _ session.Provider = Netns{}
+var _ session.Provider = Local{}
+
+// Check implements session.Provider.
+func (p Local) Check(env scenarios.Environment) error {
+	switch env.Kind {
+	case "", "netns":
+		_, err := topology.Load(env.Topology)
+		return err
+	case "gpu":
+		count := p.GPUs
+		if count == nil {
+			count = gpu.Count
+		}
+		n, err := count()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNeedsGPUNode, err)
+		}
+		if n < env.GPUs {
+			return fmt.Errorf("%w: this lab needs %d GPUs in one node, this host has %d", ErrNeedsGPUNode, env.GPUs, n)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown environment kind %q", env.Kind)
+}
+
+// ErrNeedsGPUNode marks a gpu lab on a host without (enough) GPUs.
+var ErrNeedsGPUNode = errors.New("this lab needs a GPU node")
 
 // Up implements session.Provider.
-func (p Netns) Up(ctx context.Context, topo string, ttl time.Duration, progress func(string)) (session.Env, error) {
-	t, err := topology.Load(topo)
+func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+	if err := p.Check(env); err != nil {
+		return nil, err
+	}
+	t, err := topology.Load(env.Topology)
 	if err != nil {
 		return nil, err
 	}
@@ -39,99 +71,23 @@ func (p Netns) Up(ctx context.Context, topo string, ttl time.Duration, progress 
 	if err != nil {
 		return nil, err
 	}
-	progress(fmt.Sprintf("创建虚拟集群 %s（%s，%d 台节点）", sb.ID(), t.Name, len(t.Nodes)))
+	if env.Kind == "gpu" {
+		progress(fmt.Sprintf("准备 GPU 节点 %s（本机 GPU，独立的网络命名空间和 cgroup）", sb.ID()))
+	} else {
+		progress(fmt.Sprintf("创建虚拟集群 %s（%s，%d 台节点）", sb.ID(), t.Name, len(t.Nodes)))
+	}
 	if err := sb.Up(ctx); err != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		_ = sb.Down(dctx)
 		return nil, err
 	}
-	return &netnsEnv{sb: sb, exe: p.Exe}, nil
+	ne := &netnsEnv{sb: sb, exe: p.Exe}
+	if env.Kind == "gpu" {
+		return &gpuEnv{netnsEnv: ne}, nil
+	}
+	return ne, nil
 }
-
-// netnsEnv is a sandbox seen by a lab.
-type netnsEnv struct {
-	sb  *netns.Sandbox
-	exe string
-}
-
-var _ session.Env = (*netnsEnv)(nil)
-
-func (e *netnsEnv) ID() string      { return e.sb.ID() }
-func (e *netnsEnv) Nodes() []string { return e.sb.Topology().NodeNames() }
-
-func (e *netnsEnv) Target(node string) injector.Target {
-	t := injector.Target{Sandbox: e.sb.ID(), Node: node}
-	if info, err := e.sb.Node(node); err == nil {
-		t.NetNS, t.Cgroup = info.NetNS, info.Cgroup
-	}
-	return t
-}
-
-func (e *netnsEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
-	// The commlab binary is on the learner's PATH (commlab bench in a node shell), and
-	// the node's /etc/profile.d, where env-force hides variables, is where a login
-	// shell reads it.
-	rc += fmt.Sprintf("export PATH=\"$PATH:%s\"\n", filepath.Dir(e.exe))
-	opts := labs.ShellOptions{Rows: 32, Cols: 120, RC: rc}
-	if etc := e.Target(node).NodeEtc(); etc != "" {
-		opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, [2]string{filepath.Join(etc, "profile.d"), "/etc/profile.d"})
-	}
-	return e.sb.Shell(ctx, node, opts)
-}
-
-// Workload runs commlab bench over the sandbox's nodes. Each rank gets the job's
-// environment, then whatever env-force faults hide on its node, as on a real cluster
-// where a profile script overrides the job script.
-func (e *netnsEnv) Workload(ctx context.Context, hosts string, argv, env []string, out io.Writer) error {
-	o, _, err := bench.ParseArgs(append(append([]string(nil), argv...), "--hosts", hosts))
-	if err != nil {
-		return err
-	}
-	logf, err := e.sb.OpenLearnerFile("train.log")
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	w := io.MultiWriter(out, logf)
-	fmt.Fprintf(logf, "==> %s commlab bench %s --hosts %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "), hosts)
-	l := &bench.Launcher{Starter: sandboxStarter{env: e}, Exe: e.exe, Stdout: w, Stderr: w, Env: env}
-	return l.Run(ctx, o)
-}
-
-func (e *netnsEnv) Down(ctx context.Context) error { return e.sb.Down(ctx) }
-
-// sandboxStarter starts ranks with the sandbox's Exec: in the node's namespaces and
-// cgroup (so cpu-squeeze and mem-pressure reach them).
-type sandboxStarter struct{ env *netnsEnv }
-
-var _ bench.Starter = sandboxStarter{}
-
-func (s sandboxStarter) Start(ctx context.Context, spec bench.Spec) (bench.Proc, error) {
-	cmd, err := s.env.sb.Exec(ctx, spec.Node, spec.Argv...)
-	if err != nil {
-		return nil, err
-	}
-	forced, err := injector.EnvFor(s.env.Target(spec.Node))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Env = append(append(cmd.Env, spec.Env...), forced...)
-	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = spec.Stdout, spec.Stderr, spec.ExtraFiles
-	if ns, ok := injector.ShmNamespace(s.env.Target(spec.Node)); ok {
-		cmd.MountNS = ns
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return labProc{cmd}, nil
-}
-
-type labProc struct{ cmd *labs.Cmd }
-
-func (p labProc) Wait() error { return p.cmd.Wait() }
-func (p labProc) Kill() error { return p.cmd.Process.Kill() }
-func (p labProc) Pid() int    { return p.cmd.Process.Pid }
 
 // Faults lets labs apply and revert faults through the journaled injector.
 type Faults struct{ In *injector.Injector }

@@ -52,7 +52,7 @@ func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 		var after float64
 		for try := 0; try < 2 && after < r.MinRatio*l.baseline; try++ {
 			bw, err := l.measure(l.ctx)
-			if err != nil && !errors.Is(err, errWorkloadFailed) {
+			if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", err)
 			}
 			after = max(after, bw)

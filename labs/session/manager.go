@@ -28,8 +28,15 @@ func NewManager(ctx context.Context, cfg Config) *Manager {
 	return &Manager{cfg: cfg, ctx: ctx, PerLearner: 1, labs: map[string]*Lab{}}
 }
 
-// Start starts a lab for a learner, unless they have too many running.
+// Check says whether this host can run a scenario's environment, or why not.
+func (m *Manager) Check(s *scenarios.Scenario) error { return m.cfg.Provider.Check(s.Environment) }
+
+// Start starts a lab for a learner, unless they have too many running or this host
+// cannot run its environment.
 func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
+	if err := m.Check(v.Scenario); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	running := 0

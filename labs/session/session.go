@@ -36,10 +36,11 @@ type Env interface {
 	Target(node string) injector.Target
 	// Shell starts the learner's login shell in node, with rc as its bash rc file.
 	Shell(ctx context.Context, node, rc string) (PTY, error)
-	// Workload runs the collective benchmark with bench's argv (after "commlab bench")
-	// over hosts ("node1:1,node2:1"), with env added to every rank, writing its output
-	// to out; it returns when the run ends.
-	Workload(ctx context.Context, hosts string, argv, env []string, out io.Writer) error
+	// Workload runs the lab's workload once, with env added to every process and its
+	// output copied to out, and returns its figure in GB/s (w.Metric: the average bus
+	// bandwidth of the bench or nccl-tests, or a PCIe copy rate). A run that fails is
+	// reported wrapped in ErrWorkloadFailed.
+	Workload(ctx context.Context, w *scenarios.Workload, env []string, out io.Writer) (float64, error)
 	// Down removes everything the environment created.
 	Down(ctx context.Context) error
 }
@@ -54,8 +55,11 @@ type PTY interface {
 
 // Provider brings environments up.
 type Provider interface {
-	// Up creates an environment for a topology; progress is told each step.
-	Up(ctx context.Context, topology string, ttl time.Duration, progress func(step string)) (Env, error)
+	// Up creates the environment a scenario asks for; progress is told each step.
+	Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(step string)) (Env, error)
+	// Check says, without starting anything, whether this host can run env (a gpu
+	// lab needs a GPU node), with an error that says what is missing.
+	Check(env scenarios.Environment) error
 }
 
 // Faults applies and reverts faults (the injector).
@@ -186,7 +190,7 @@ func (l *Lab) run() {
 	ctx := l.ctx
 
 	l.setStep(1, "创建虚拟集群（网络命名空间、网卡、交换机）")
-	env, err := l.cfg.Provider.Up(ctx, s.Environment.Topology, l.cfg.TTL, func(step string) { l.setStep(1, step) })
+	env, err := l.cfg.Provider.Up(ctx, s.Environment, l.cfg.TTL, func(step string) { l.setStep(1, step) })
 	if err != nil {
 		l.fail(fmt.Errorf("the lab environment could not start: %w", err))
 		return
@@ -232,7 +236,7 @@ func (l *Lab) run() {
 	if l.baseline > 0 {
 		l.setStep(4, "自检：确认故障确实生效")
 		bw, err := l.measure(ctx)
-		if err != nil && !errors.Is(err, errWorkloadFailed) {
+		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.fail(fmt.Errorf("self-test: %w", err))
 			return
 		}

@@ -1,32 +1,19 @@
 package session
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
 
-var errWorkloadFailed = errors.New("the workload failed")
-
-// hosts returns the scenario's rank placement, default one rank on every node.
-func (l *Lab) hosts() string {
-	if w := l.Variant.Scenario.Workload; w != nil && len(w.Hosts) > 0 {
-		return strings.Join(w.Hosts, ",")
-	}
-	var hs []string
-	for _, n := range l.env.Nodes() {
-		hs = append(hs, n+":1")
-	}
-	return strings.Join(hs, ",")
-}
+// ErrWorkloadFailed marks a workload run that ended in failure (as RoCE drops make it):
+// it measures 0. Environments wrap a failed process's error with it.
+var ErrWorkloadFailed = errors.New("the workload failed")
 
 func (l *Lab) workloadEnv() []string {
 	var env []string
@@ -38,24 +25,21 @@ func (l *Lab) workloadEnv() []string {
 	return env
 }
 
-// measure runs the workload once and returns its average bus bandwidth (GB/s). A
-// workload that fails (as RoCE drops make it) measures 0 with errWorkloadFailed.
+// measure runs the workload once and returns its figure (GB/s). A workload that
+// fails measures 0 with ErrWorkloadFailed.
 func (l *Lab) measure(ctx context.Context) (float64, error) {
 	l.wl.Lock()
 	defer l.wl.Unlock()
-	w := l.Variant.Scenario.Workload
-	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	err := l.env.Workload(ctx, l.hosts(), w.Bench, l.workloadEnv(), &out)
-	bw, perr := AvgBusBW(out.Bytes())
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("%w: timed out after 3 minutes", errWorkloadFailed)
-		}
-		return 0, fmt.Errorf("%w: %v", errWorkloadFailed, err)
+	bw, err := l.env.Workload(ctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
+	if err != nil && ctx.Err() != nil {
+		return 0, fmt.Errorf("%w: timed out after 3 minutes", ErrWorkloadFailed)
 	}
-	return bw, perr
+	if err != nil {
+		return 0, err
+	}
+	return bw, nil
 }
 
 // streamWorkload runs the workload again and again while the lab is ready, pushing
@@ -72,7 +56,7 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, errWorkloadFailed) {
+		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.log.Warn("workload", "err", err)
 		}
 		l.samples.add(bw)
@@ -85,23 +69,6 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// AvgBusBW reads nccl-tests' "# Avg bus bandwidth    : 12.3456" footer.
-func AvgBusBW(out []byte) (float64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "# Avg bus bandwidth"); ok {
-			_, val, _ := strings.Cut(rest, ":")
-			f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-			if err != nil {
-				return 0, fmt.Errorf("bad Avg bus bandwidth line %q", line)
-			}
-			return f, nil
-		}
-	}
-	return 0, errors.New("the workload printed no Avg bus bandwidth line")
 }
 
 // Sample is one point of the busbw chart, or a fault event.

@@ -68,6 +68,7 @@ func TestBuiltins(t *testing.T) {
 		"4x2":         {4, 2, 3},
 		"8x1":         {8, 1, 2},
 		"2-node-rail": {2, 4, 5},
+		"gpu-node":    {1, 0, 1},
 	}
 	names := BuiltinNames()
 	if len(names) != len(want) {

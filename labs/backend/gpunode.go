@@ -1,0 +1,80 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/commlab/commlab/gpu"
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/nccl"
+	"github.com/commlab/commlab/scenarios"
+)
+
+// gpuEnv is a gpu lab: a one-node sandbox (its own network namespace, cgroup and
+// learner shell, as in netns labs) whose processes use the host's GPUs through
+// /dev/nvidia*, which namespaces do not hide. Faults on the node's cgroup
+// (cpu-squeeze, numa-misbind) and env-force reach its workloads as they reach ranks.
+type gpuEnv struct{ *netnsEnv }
+
+var _ session.Env = (*gpuEnv)(nil)
+
+// Workload runs "commlab gpu" with w.GPU (pcie or nccl-test) in the node and returns
+// the figure w.Metric names: nccl-tests' average bus bandwidth, or the best copy rate
+// of one memory kind and direction. The output also goes to the learner's ~/train.log.
+func (e *gpuEnv) Workload(ctx context.Context, w *scenarios.Workload, env []string, out io.Writer) (float64, error) {
+	node := e.Nodes()[0]
+	t := e.Target(node)
+	pcie := w.GPU[0] == "pcie"
+	argv := append([]string{e.exe, "gpu"}, w.GPU...)
+	if pcie {
+		argv = append(argv, "--json")
+	}
+	cmd, err := e.sb.Exec(ctx, node, argv...)
+	if err != nil {
+		return 0, err
+	}
+	forced, err := injector.EnvFor(t)
+	if err != nil {
+		return 0, err
+	}
+	cmd.Env = append(append(cmd.Env, env...), forced...)
+	if ns, ok := injector.ShmNamespace(t); ok {
+		cmd.MountNS = ns
+	}
+	logf, err := e.sb.OpenLearnerFile("train.log")
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "==> %s commlab gpu %s\n", time.Now().Format(time.RFC3339), strings.Join(w.GPU, " "))
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(out, logf)
+	if !pcie {
+		cmd.Stdout = io.MultiWriter(out, logf, &stdout)
+	}
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%w: commlab gpu %s: %v", session.ErrWorkloadFailed, w.GPU[0], err)
+	}
+	if !pcie {
+		return nccl.AvgBusBW(stdout.Bytes())
+	}
+	var res gpu.PCIeResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return 0, fmt.Errorf("read commlab gpu pcie --json: %w", err)
+	}
+	if err := res.Write(io.MultiWriter(out, logf)); err != nil {
+		return 0, err
+	}
+	mode, dir, _ := strings.Cut(w.Metric, "-")
+	bw := res.Best(mode, dir)
+	if bw == 0 {
+		return 0, fmt.Errorf("commlab gpu pcie measured no %s copy %s (metric %s)", mode, dir, w.Metric)
+	}
+	return bw, nil
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // fakeSys writes a sysfs tree: PCI devices (address -> vendor, class, numa_node) and
@@ -84,8 +85,21 @@ func TestNUMAMisbindRoundTrip(t *testing.T) {
 	in := newInjector(t)
 	fakeSys(t, map[string][3]string{"0000:86:00.0": {"0x10de", "0x030200", "1"}}, map[int]string{0: "0", 1: "1"})
 	spin := l.startIn(t, "n1", "yes")
+	status := "/proc/" + strconv.Itoa(spin.Process.Pid) + "/status"
+	// The spinner has joined the cgroup once it runs yes (it joins, then execs).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(spin.Process.Pid) + "/comm"); string(b) == "yes\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the spinner did not start yes within 5 s")
+		}
+	}
 	roundTrip(t, l, in, "n1", mustParse(t, in, "numa-misbind", map[string]string{"gpu": "0"}), func(t *testing.T, e Entry) {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(spin.Process.Pid) + "/status")
+		b, err := os.ReadFile(status)
+		if err != nil {
+			t.Fatalf("the spinner: %v (%v)", err, spin.ProcessState)
+		}
 		mustContain(t, "/proc/<pid>/status", string(b), "Cpus_allowed_list:\t0\n")
 		mustContain(t, "/proc/<pid>/status", string(b), "Mems_allowed_list:\t0\n")
 		mustContain(t, "the command", e.Command[0], "echo 0 > ")

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -132,6 +133,9 @@ func (g *Group) create(l Limits) error {
 			quota, period := cpuQuota(l.CPUs)
 			r.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
 		}
+		if err := enableControllers(g.rel); err != nil {
+			return err
+		}
 		_, err := cgroup2.NewManager(mountRoot, "/"+g.rel, r)
 		return err
 	}
@@ -148,6 +152,52 @@ func (g *Group) create(l Limits) error {
 	}
 	_, err := cgroup1.New(cgroup1.StaticPath("/"+g.rel), r, cgroup1.WithHierarchy(v1Hierarchy))
 	return err
+}
+
+// labControllers are the v2 controllers a lab group needs: limits (memory, pids) and
+// what faults write (cpu.max, cpuset.cpus, cpuset.mems).
+var labControllers = []string{"cpu", "cpuset", "memory", "pids"}
+
+// enableControllers creates rel's parents and enables labControllers in each one's
+// cgroup.subtree_control, from the root down, so that rel gets their files. containerd
+// enables only the controllers of the limits it sets, and a fault may need others.
+// Controllers the kernel or a delegating parent does not offer are left out.
+func enableControllers(rel string) error {
+	dir := mountRoot
+	for _, part := range strings.Split(path.Dir(rel), "/") {
+		if err := enableIn(dir); err != nil {
+			return err
+		}
+		dir = filepath.Join(dir, part)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return enableIn(dir)
+}
+
+func enableIn(dir string) error {
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	on, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return err
+	}
+	var add []string
+	for _, c := range labControllers {
+		if slices.Contains(strings.Fields(string(avail)), c) && !slices.Contains(strings.Fields(string(on)), c) {
+			add = append(add, "+"+c)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(add, " ")), 0o644); err != nil {
+		return fmt.Errorf("enable %s in %s: %w", strings.Join(add, " "), dir, err)
+	}
+	return nil
 }
 
 func cpuQuota(cpus float64) (int64, uint64) {

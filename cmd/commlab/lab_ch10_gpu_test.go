@@ -88,7 +88,11 @@ func TestLabCh10GPUH2DThrottled(t *testing.T) {
 func pcieJSON(t *testing.T, out string) *gpu.PCIeResult {
 	t.Helper()
 	var r gpu.PCIeResult
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &r); err != nil {
+	i := strings.Index(out, "{")
+	if i < 0 {
+		t.Fatalf("commlab gpu pcie --json printed no JSON:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(out[i:]), &r); err != nil {
 		t.Fatalf("commlab gpu pcie --json: %v\n%s", err, out)
 	}
 	return &r

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -84,7 +85,11 @@ func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Durat
 	}
 	ne := &netnsEnv{sb: sb, exe: p.Exe}
 	if env.Kind == "gpu" {
-		return &gpuEnv{netnsEnv: ne}, nil
+		python, err := exec.LookPath("python3")
+		if err != nil {
+			python = "/usr/bin/python3" // the workload then says that PyTorch is missing
+		}
+		return &gpuEnv{netnsEnv: ne, python: python}, nil
 	}
 	return ne, nil
 }

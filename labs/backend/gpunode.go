@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,7 +21,12 @@ import (
 // learner shell, as in netns labs) whose processes use the host's GPUs through
 // /dev/nvidia*, which namespaces do not hide. Faults on the node's cgroup
 // (cpu-squeeze, numa-misbind) and env-force reach its workloads as they reach ranks.
-type gpuEnv struct{ *netnsEnv }
+type gpuEnv struct {
+	*netnsEnv
+	// python is the interpreter with PyTorch that commlab's own PATH finds (often a
+	// virtual environment): the workload and the learner's shell use it.
+	python string
+}
 
 var _ session.Env = (*gpuEnv)(nil)
 
@@ -31,7 +37,7 @@ func (e *gpuEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 	node := e.Nodes()[0]
 	t := e.Target(node)
 	pcie := w.GPU[0] == "pcie"
-	argv := append([]string{e.exe, "gpu"}, w.GPU...)
+	argv := append(append([]string{e.exe, "gpu"}, w.GPU...), "--python", e.python)
 	if pcie {
 		argv = append(argv, "--json")
 	}
@@ -77,4 +83,10 @@ func (e *gpuEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 		return 0, fmt.Errorf("commlab gpu pcie measured no %s copy %s (metric %s)", mode, dir, w.Metric)
 	}
 	return bw, nil
+}
+
+// Shell puts the Python with PyTorch first on the learner's PATH, so that python3 and
+// commlab gpu find the same interpreter as the workload.
+func (e *gpuEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
+	return e.netnsEnv.Shell(ctx, node, rc+fmt.Sprintf("export PATH=%q:\"$PATH\"\n", filepath.Dir(e.python)))
 }

@@ -38,7 +38,8 @@ func TestLabCh10GPUH2DThrottled(t *testing.T) {
 	if r := lab.Best("pageable", "h2d") / host.Best("pageable", "h2d"); r > 0.7 {
 		t.Errorf("pageable H2D in the squeezed lab is %.2fx the host's: the fault does not show", r)
 	}
-	if r := lab.Best("pinned", "h2d") / host.Best("pinned", "h2d"); r < 0.8 {
+	// The lab's own workload may copy at the same time (the live chart), sharing the link.
+	if r := lab.Best("pinned", "h2d") / host.Best("pinned", "h2d"); r < 0.6 {
 		t.Errorf("pinned H2D in the lab is %.2fx the host's: the link itself looks slow, which this lab does not teach", r)
 	}
 

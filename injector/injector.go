@@ -34,6 +34,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Features, if set, replaces Probe (tests that pretend a feature is missing).
 	Features *Features
+	// AllowHardware lets hardware kinds (pcie-speed) run. Only an operator sets it
+	// (--allow-hardware-faults), on a machine nobody else uses.
+	AllowHardware bool
 }
 
 // Injector applies faults, journals them and reverts them. Several processes
@@ -44,6 +47,7 @@ type Injector struct {
 	helper   []string
 	log      *slog.Logger
 	features *Features
+	allowHW  bool
 }
 
 // Open prepares an injector on opts.DataDir. It does not sweep: the serving process
@@ -68,7 +72,7 @@ func Open(opts Options) (*Injector, error) {
 		}
 		helper = []string{exe, helperArg}
 	}
-	return &Injector{reg: opts.Registry, j: j, helper: helper, log: log, features: opts.Features}, nil
+	return &Injector{reg: opts.Registry, j: j, helper: helper, log: log, features: opts.Features, allowHW: opts.AllowHardware}, nil
 }
 
 // Registry returns the injector's kinds.
@@ -89,6 +93,9 @@ func (in *Injector) Supports(ctx context.Context, kind string) error {
 	k, err := in.reg.Kind(kind)
 	if err != nil {
 		return err
+	}
+	if k.Hardware && !in.allowHW {
+		return fmt.Errorf("%w: %s changes real hardware; an operator can allow it with --allow-hardware-faults, never on a machine others use", ErrHardwareOff, kind)
 	}
 	if len(k.Needs) == 0 {
 		return nil

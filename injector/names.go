@@ -14,6 +14,8 @@ var (
 	ErrInvalid = errors.New("invalid fault")
 	// ErrUnsupported marks a fault this host cannot apply (e.g. delay without sch_netem).
 	ErrUnsupported = errors.New("not supported on this host")
+	// ErrHardwareOff marks a hardware kind applied without Options.AllowHardware.
+	ErrHardwareOff = errors.New("hardware faults are off")
 	// ErrNotFound marks an unknown fault id or an object missing from the target.
 	ErrNotFound = errors.New("not found")
 	// ErrConflict marks a fault that would touch what an active fault already owns.

@@ -79,6 +79,9 @@ type Kind struct {
 	Summary string
 	// Needs lists what the kind requires; Apply refuses early if Probe lacks one.
 	Needs []Feature
+	// Hardware marks a kind that changes real hardware state (a PCIe link): Apply
+	// refuses it unless Options.AllowHardware is set by the operator.
+	Hardware bool
 	// New returns a fault with its defaults set.
 	New func() Fault
 	// NewUndo returns an empty undo of this kind, for decoding the journal.
@@ -123,6 +126,7 @@ func Builtin() []Kind {
 		LossKind(), DelayKind(), JitterKind(), CorruptKind(),
 		RoCEDropKind(), PortBlockKind(), CongestionKind(),
 		EnvForceKind(), CPUSqueezeKind(), MemPressureKind(), ShmSmallKind(), NUMAMisbindKind(),
+		PCIeSpeedKind(),
 	}
 }
 

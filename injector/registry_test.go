@@ -26,6 +26,8 @@ var goodParams = map[string]map[string]string{
 	"cpu-squeeze":  {"cpus": "0.5"},
 	"mem-pressure": {"limit": "256MiB"},
 	"shm-small":    {"size": "64KiB"},
+	"numa-misbind": {"gpu": "1"},
+	"pcie-speed":   {"gpu": "0", "gen": "3"},
 }
 
 func TestRegistryBuiltin(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/gpu"
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
@@ -60,7 +61,7 @@ func labServer(t testing.TB, opts ...func(*session.Config)) (*httptest.Server, *
 	}
 	t.Cleanup(func() { st.Close() })
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inj, err := backend.OpenInjector(data, log)
+	inj, err := backend.OpenInjector(injector.Options{DataDir: data, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

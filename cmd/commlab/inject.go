@@ -41,10 +41,11 @@ func faultNeedRoot(what string) error {
 func newInjectCmd(g *globals) *cobra.Command {
 	reg := faultRegistry()
 	var (
-		t    injector.Target
-		kind string
-		ttl  time.Duration
-		asJS bool
+		t       injector.Target
+		kind    string
+		ttl     time.Duration
+		asJS    bool
+		allowHW bool
 	)
 	params := map[string]*string{}
 	cmd := &cobra.Command{
@@ -77,7 +78,7 @@ Kinds and their parameters: commlab faults --kinds. Example:
 			if t.Cgroup == "" && t.Sandbox != "" && t.Node != "" {
 				t.Cgroup = "commlab/" + t.Sandbox + "/" + t.Node // labs/netns's layout
 			}
-			in, err := injector.Open(injector.Options{DataDir: g.dataDir, Registry: reg})
+			in, err := injector.Open(injector.Options{DataDir: g.dataDir, Registry: reg, AllowHardware: allowHW})
 			if err != nil {
 				return err
 			}
@@ -97,6 +98,7 @@ Kinds and their parameters: commlab faults --kinds. Example:
 		},
 	}
 	fl := cmd.Flags()
+	fl.BoolVar(&allowHW, "allow-hardware-faults", false, "allow hardware kinds (pcie-speed); unsafe on a machine others use")
 	fl.StringVar(&t.Sandbox, "sandbox", "", "sandbox id")
 	fl.StringVar(&t.Node, "node", "", "node of the sandbox")
 	fl.StringVar(&t.NetNS, "netns", "", "the node's namespace under /run/netns (default cl-<sandbox>-<node>)")

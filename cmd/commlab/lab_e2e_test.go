@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/record"
 	"github.com/commlab/commlab/labs/session"
@@ -32,7 +33,7 @@ func labFixture(t *testing.T, id string, seed uint64) *session.Lab {
 	}
 	data := t.TempDir()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inj, err := backend.OpenInjector(data, log)
+	inj, err := backend.OpenInjector(injector.Options{DataDir: data, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

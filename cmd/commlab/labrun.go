@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
@@ -81,7 +82,7 @@ func runLab(ctx context.Context, g *globals, sc *scenarios.Scenario, seed uint64
 	if err != nil {
 		return err
 	}
-	inj, err := backend.OpenInjector(g.dataDir, log)
+	inj, err := backend.OpenInjector(injector.Options{DataDir: g.dataDir, Logger: log})
 	if err != nil {
 		return err
 	}

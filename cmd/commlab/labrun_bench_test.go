@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
 )
@@ -26,7 +27,7 @@ func BenchmarkLabRun(b *testing.B) {
 	sc, _ := ct.scenarios.Get("ch01-tour")
 	data := b.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	inj, err := backend.OpenInjector(data, log)
+	inj, err := backend.OpenInjector(injector.Options{DataDir: data, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}

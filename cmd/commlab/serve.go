@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
@@ -26,6 +27,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		addr    string
 		content string
 		cfg     server.Config
+		allowHW bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -62,7 +64,7 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 				return err
 			}
 			deps := server.Deps{Library: lib, Store: st, Secret: key, Log: log, Scenarios: ct.scenarios}
-			deps.Labs, deps.LabsOff = startLabs(ctx, g.dataDir, log)
+			deps.Labs, deps.LabsOff = startLabs(ctx, g.dataDir, allowHW, log)
 			if deps.Labs != nil {
 				defer deps.Labs.Shutdown()
 			}
@@ -81,12 +83,13 @@ and reloaded when a file changes, for authors; otherwise the embedded course is 
 	cmd.Flags().StringVar(&addr, "addr", ":8080", "address to listen on")
 	cmd.Flags().StringVar(&content, "content", "", "serve the course from this directory and reload on change (for authors)")
 	cmd.Flags().BoolVar(&cfg.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when serving behind HTTPS)")
+	cmd.Flags().BoolVar(&allowHW, "allow-hardware-faults", false, "let labs apply hardware fault kinds (pcie-speed); unsafe on a machine others use")
 	return cmd
 }
 
 // startLabs sweeps what a crashed run left behind, starts the fault watchdog and
 // returns the lab manager; without root it returns why labs are off instead.
-func startLabs(ctx context.Context, dataDir string, log *slog.Logger) (*session.Manager, string) {
+func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logger) (*session.Manager, string) {
 	if os.Geteuid() != 0 {
 		why := "labs create network namespaces, nftables tables and cgroups, so commlab must run as root (sudo make run)"
 		log.Warn("labs are off", "why", why)
@@ -96,7 +99,7 @@ func startLabs(ctx context.Context, dataDir string, log *slog.Logger) (*session.
 	if err != nil {
 		return nil, fmt.Sprintf("find the commlab binary: %v", err)
 	}
-	inj, err := backend.OpenInjector(dataDir, log)
+	inj, err := backend.OpenInjector(injector.Options{DataDir: dataDir, Logger: log, AllowHardware: allowHW})
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -115,11 +115,15 @@ func (f Faults) Apply(ctx context.Context, t injector.Target, kind string, param
 // Revert implements session.Faults.
 func (f Faults) Revert(ctx context.Context, id string) error { return f.In.Revert(ctx, id) }
 
-// OpenInjector opens the journaled injector with every built-in fault kind.
-func OpenInjector(dataDir string, log *slog.Logger) (*injector.Injector, error) {
-	reg, err := injector.NewRegistry(injector.Builtin()...)
-	if err != nil {
-		return nil, err
+// OpenInjector opens the journaled injector; a nil opts.Registry means every built-in
+// fault kind.
+func OpenInjector(opts injector.Options) (*injector.Injector, error) {
+	if opts.Registry == nil {
+		reg, err := injector.NewRegistry(injector.Builtin()...)
+		if err != nil {
+			return nil, err
+		}
+		opts.Registry = reg
 	}
-	return injector.Open(injector.Options{DataDir: dataDir, Registry: reg, Logger: log})
+	return injector.Open(opts)
 }

@@ -43,7 +43,10 @@ func (l *Lab) measure(ctx context.Context) (float64, error) {
 }
 
 // streamWorkload runs the workload again and again while the lab is ready, pushing
-// one busbw sample per run to the chart.
+// one sample per run to the chart. Between runs it rests as long as the run took (at
+// least 2 s), so the nodes are idle at least half the time and the learner's own
+// measurements (iperf3, a single-node test, a copy test on the GPU) see the fault
+// rather than the chart's workload.
 func (l *Lab) streamWorkload(ctx context.Context) {
 	for ctx.Err() == nil {
 		l.mu.Lock()
@@ -52,6 +55,7 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 		if !ready {
 			return
 		}
+		start := time.Now()
 		bw, err := l.measure(ctx)
 		if ctx.Err() != nil {
 			return
@@ -59,14 +63,10 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.log.Warn("workload", "err", err)
 		}
-		l.samples.add(bw)
-		if err != nil {
-			// A failing workload (a hang, RoCE retries exceeded) shows as zero; pause so
-			// a failure loop does not spin.
-			select {
-			case <-ctx.Done():
-			case <-time.After(2 * time.Second):
-			}
+		l.samples.add(bw) // a failing run (a hang, RoCE retries exceeded) shows as zero
+		select {
+		case <-ctx.Done():
+		case <-time.After(max(2*time.Second, time.Since(start))):
 		}
 	}
 }

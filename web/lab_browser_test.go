@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -140,6 +141,36 @@ func runLab(ctx context.Context, t *testing.T, base string, mgr *session.Manager
 	return l
 }
 
+// pressKeys types text into the focused element as a keyboard does: for each key one
+// keyDown that carries the character (Chromium then fires keydown, keypress and input)
+// and one keyUp. (chromedp.SendKeys sends a separate char event as well, which a real
+// key press does not, and xterm.js then sees every character twice.)
+func pressKeys(text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		for _, r := range text {
+			key, code, vk := string(r), "", int64(0)
+			switch {
+			case r == '\r':
+				key, code, vk = "Enter", "Enter", 13
+			case r >= 'a' && r <= 'z':
+				code, vk = "Key"+strings.ToUpper(key), int64(r-'a'+'A')
+			case r >= '0' && r <= '9':
+				code, vk = "Digit"+key, int64(r)
+			}
+			ev := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: key, Code: code,
+				Text: string(r), WindowsVirtualKeyCode: vk, NativeVirtualKeyCode: vk}
+			if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, ev); err != nil {
+				return err
+			}
+			ev.Type, ev.Text = input.DispatchKeyEventTypeKeyUp, ""
+			if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // waitEnded waits for a graded lab's teardown (reverts and namespaces gone).
 func waitEnded(t *testing.T, l *session.Lab) {
 	t.Helper()
@@ -211,6 +242,17 @@ func TestBrowserLab(t *testing.T) {
 	cancel()
 	must(ctx, t, "reconnect with scrollback", err)
 	typeIn(ctx, t, node, "echo still-the-same-shell-$$", "still-the-same-shell-")
+
+	// Real keystrokes: click the terminal and type through Chromium's input events, as a
+	// learner does (typeIn above uses xterm.js's input API).
+	must(ctx, t, "keyboard", chromedp.Do(ctx,
+		chromedp.Click(term+" .xterm-screen", chromedp.NodeVisible),
+		pressKeys("echo keys-$((6*7))\r"),
+	))
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = chromedp.Run(kctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector('%s .xterm-rows').textContent.includes("keys-42")`, term)))
+	cancel()
+	must(ctx, t, "see keys-42", err)
 
 	must(ctx, t, "answer", chromedp.Do(ctx,
 		chromedp.Click(`#refresh-evidence`, chromedp.NodeVisible),

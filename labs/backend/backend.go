@@ -46,10 +46,10 @@ func (p Local) Check(env scenarios.Environment) error {
 		}
 		n, err := count()
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrNeedsGPUNode, err)
+			return needsGPUNode{err}
 		}
 		if n < env.GPUs {
-			return fmt.Errorf("%w: this lab needs %d GPUs in one node, this host has %d", ErrNeedsGPUNode, env.GPUs, n)
+			return needsGPUNode{fmt.Errorf("this lab needs %d GPUs in one node, this host has %d", env.GPUs, n)}
 		}
 		return nil
 	}
@@ -58,6 +58,14 @@ func (p Local) Check(env scenarios.Environment) error {
 
 // ErrNeedsGPUNode marks a gpu lab on a host without (enough) GPUs.
 var ErrNeedsGPUNode = errors.New("this lab needs a GPU node")
+
+// needsGPUNode is ErrNeedsGPUNode with the reason in its own words ("no NVIDIA driver:
+// ... (GPU labs need a GPU node)"), which the lab page shows.
+type needsGPUNode struct{ reason error }
+
+func (e needsGPUNode) Error() string        { return e.reason.Error() }
+func (e needsGPUNode) Unwrap() error        { return e.reason }
+func (e needsGPUNode) Is(target error) bool { return target == ErrNeedsGPUNode }
 
 // Up implements session.Provider.
 func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {

@@ -98,7 +98,7 @@ var messages = map[string]pair{
 	"lab.failedhelp":     {"这不计入你的成绩。请重新开始；如果一直失败，请把上面的原因告诉管理员。", "This does not count against you. Start it again; if it keeps failing, tell an administrator the reason above."},
 	"lab.task":           {"任务", "Task"},
 	"lab.terminals":      {"终端", "Terminals"},
-	"lab.chart":          {"工作负载 busbw（GB/s），红线为故障事件", "Workload busbw (GB/s); red lines are fault events"},
+	"lab.chart":          {"工作负载 %s（GB/s），红线为故障事件", "Workload %s (GB/s); red lines are fault events"},
 	"lab.answer":         {"提交诊断", "Submit your diagnosis"},
 	"lab.class":          {"故障类型", "Fault class"},
 	"lab.where":          {"位置", "Location"},

@@ -2,6 +2,8 @@ package backend
 
 import (
 	"errors"
+	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -51,5 +53,43 @@ func TestLocalCheckThisHost(t *testing.T) {
 	err := Local{}.Check(scenarios.Environment{Kind: "gpu", GPUs: 1})
 	if !errors.Is(err, ErrNeedsGPUNode) || !strings.Contains(err.Error(), "GPU node") {
 		t.Errorf("Check on a host without GPUs: %v", err)
+	}
+}
+
+// TestGPUFigure reads the lab's figure from outputs recorded on an H200
+// (docs/gpu-validation.md): commlab gpu pcie --json, and nccl-tests tables from one GPU.
+func TestGPUFigure(t *testing.T) {
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pcie, ncclLog := read("../../gpu/testdata/h200/pcie.json"), read("../../nccl/testdata/h200/nccl-info.log")
+	for _, tc := range []struct {
+		argv   []string
+		metric string
+		out    []byte
+		want   float64 // GB/s; -1: an error
+	}{
+		{[]string{"pcie"}, "pinned-h2d", pcie, 55.425},
+		{[]string{"pcie"}, "pinned-bidir", pcie, 100.941},
+		{[]string{"pcie"}, "pageable-h2d", pcie, 12.167},
+		{[]string{"pcie"}, "pageable-d2h", pcie, -1},                // not measured
+		{[]string{"pcie"}, "pinned-h2d", ncclLog, -1},               // not JSON
+		{[]string{"nccl-test", "--op", "all"}, "busbw", ncclLog, 0}, // all_reduce on one GPU: busbw 0 by nccl-tests' formula
+	} {
+		var log strings.Builder
+		got, err := gpuFigure(&scenarios.Workload{GPU: tc.argv, Metric: tc.metric}, tc.out, &log)
+		switch {
+		case tc.want < 0 && err == nil:
+			t.Errorf("%v %s: %v, want an error", tc.argv, tc.metric, got)
+		case tc.want >= 0 && (err != nil || math.Abs(got-tc.want) > 0.001):
+			t.Errorf("%v %s: %v, %v; want %v", tc.argv, tc.metric, got, err, tc.want)
+		}
+		if tc.want > 0 && tc.argv[0] == "pcie" && !strings.Contains(log.String(), "ceiling: 32 GT/s × 16 lanes") {
+			t.Errorf("%s: the learner's log lacks the table:\n%s", tc.metric, log.String())
+		}
 	}
 }

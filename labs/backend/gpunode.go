@@ -67,14 +67,21 @@ func (e *gpuEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("%w: commlab gpu %s: %v", session.ErrWorkloadFailed, w.GPU[0], err)
 	}
-	if !pcie {
-		return nccl.AvgBusBW(stdout.Bytes())
+	return gpuFigure(w, stdout.Bytes(), io.MultiWriter(out, logf))
+}
+
+// gpuFigure reads the figure w.Metric names from what "commlab gpu" printed: the first
+// nccl-tests average bus bandwidth, or for pcie (--json) the best rate of one memory
+// kind and direction, writing the readable table to log.
+func gpuFigure(w *scenarios.Workload, stdout []byte, log io.Writer) (float64, error) {
+	if w.GPU[0] != "pcie" {
+		return nccl.AvgBusBW(stdout)
 	}
 	var res gpu.PCIeResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(stdout, &res); err != nil {
 		return 0, fmt.Errorf("read commlab gpu pcie --json: %w", err)
 	}
-	if err := res.Write(io.MultiWriter(out, logf)); err != nil {
+	if err := res.Write(log); err != nil {
 		return 0, err
 	}
 	mode, dir, _ := strings.Cut(w.Metric, "-")

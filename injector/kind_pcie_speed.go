@@ -63,7 +63,7 @@ func (f *PCIeSpeed) Command(t Target) []string {
 const (
 	pcieCapID      = 0x10
 	pcieLinkCtl    = 0x10
-	pcieLinkStatus = 0x12
+	pcieLinkStatus = 0x12 // read by tests
 	pcieLinkCtl2   = 0x30
 	retrainLink    = 1 << 5
 	speedMask      = 0xf
@@ -149,20 +149,6 @@ func pcieCap(cfg []byte) (int, error) {
 		off = int(cfg[off+1]) &^ 3
 	}
 	return 0, errors.New("no PCI Express capability")
-}
-
-// LinkStatus reads the current link speed (generation) and width from a PCI device's
-// config space (the PCI Express capability's Link Status register).
-func LinkStatus(cfg []byte) (gen, width int, err error) {
-	off, err := pcieCap(cfg)
-	if err != nil {
-		return 0, 0, err
-	}
-	if off+pcieLinkStatus+2 > len(cfg) {
-		return 0, 0, errors.New("config space too short")
-	}
-	st := binary.LittleEndian.Uint16(cfg[off+pcieLinkStatus:])
-	return int(st & speedMask), int(st>>4) & 0x3f, nil
 }
 
 func readLinkCtl2(path string) (uint16, error) {

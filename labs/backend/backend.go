@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Durat
 		if err != nil {
 			python = "/usr/bin/python3" // the workload then says that PyTorch is missing
 		}
-		return &gpuEnv{netnsEnv: ne, python: python}, nil
+		return &gpuEnv{netnsEnv: ne, python: python, inherited: inheritedEnv(os.Environ())}, nil
 	}
 	return ne, nil
 }

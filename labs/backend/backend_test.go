@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -90,6 +91,25 @@ func TestGPUFigure(t *testing.T) {
 		}
 		if tc.want > 0 && tc.argv[0] == "pcie" && !strings.Contains(log.String(), "ceiling: 32 GT/s × 16 lanes") {
 			t.Errorf("%s: the learner's log lacks the table:\n%s", tc.metric, log.String())
+		}
+	}
+}
+
+func TestInheritedEnv(t *testing.T) {
+	got := inheritedEnv([]string{"PATH=/usr/bin", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1",
+		"HOME=/root", "CUDA_VISIBLE_DEVICES=0,1", "LD_LIBRARY_PATH=/opt/lib", "LD_PRELOAD=/x.so", "NCCLX=1"})
+	want := []string{"NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1", "CUDA_VISIBLE_DEVICES=0,1", "LD_LIBRARY_PATH=/opt/lib"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("inheritedEnv = %q, want %q", got, want)
+	}
+}
+
+// TestShellQuote: bash reads each quoted value back unchanged.
+func TestShellQuote(t *testing.T) {
+	for _, v := range []string{"/opt/torch/.venv/bin", "it's", `a"b$c\d`, "x y", ""} {
+		out, err := exec.Command("bash", "-c", "printf %s "+shellQuote(v)).Output()
+		if err != nil || string(out) != v {
+			t.Errorf("shellQuote(%q) read back as %q (%v)", v, out, err)
 		}
 	}
 }

@@ -26,6 +26,29 @@ type gpuEnv struct {
 	// python is the interpreter with PyTorch that commlab's own PATH finds (often a
 	// virtual environment): the workload and the learner's shell use it.
 	python string
+	// inherited is the operator's GPU settings (inheritedEnv), given to the workload
+	// and the learner's shell, which otherwise start with a clean environment.
+	inherited []string
+}
+
+// inheritedPrefixes name the variables a GPU node's own environment sets for every GPU
+// program: NCCL, PyTorch and NVSHMEM settings (a shared host may require multicast
+// off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1),
+// CUDA's, and the library path.
+var inheritedPrefixes = []string{"NCCL_", "TORCH_", "NVSHMEM_", "CUDA_", "LD_LIBRARY_PATH="}
+
+// inheritedEnv picks the variables of environ (KEY=VALUE) that GPU programs need.
+func inheritedEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		for _, p := range inheritedPrefixes {
+			if strings.HasPrefix(kv, p) {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return out
 }
 
 var _ session.Env = (*gpuEnv)(nil)
@@ -49,7 +72,8 @@ func (e *gpuEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 	if err != nil {
 		return 0, err
 	}
-	cmd.Env = append(append(cmd.Env, env...), forced...)
+	// The operator's settings, then the job's, then what faults hide on the node.
+	cmd.Env = append(append(append(cmd.Env, e.inherited...), env...), forced...)
 	if ns, ok := injector.ShmNamespace(t); ok {
 		cmd.MountNS = ns
 	}
@@ -93,7 +117,15 @@ func gpuFigure(w *scenarios.Workload, stdout []byte, log io.Writer) (float64, er
 }
 
 // Shell puts the Python with PyTorch first on the learner's PATH, so that python3 and
-// commlab gpu find the same interpreter as the workload.
+// commlab gpu find the same interpreter as the workload, and sets the operator's GPU
+// settings as the workload gets them.
 func (e *gpuEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
-	return e.netnsEnv.Shell(ctx, node, rc+fmt.Sprintf("export PATH=%q:\"$PATH\"\n", filepath.Dir(e.python)))
+	for _, kv := range e.inherited {
+		k, v, _ := strings.Cut(kv, "=")
+		rc += fmt.Sprintf("export %s=%s\n", k, shellQuote(v))
+	}
+	return e.netnsEnv.Shell(ctx, node, rc+fmt.Sprintf("export PATH=%s:\"$PATH\"\n", shellQuote(filepath.Dir(e.python))))
 }
+
+// shellQuote quotes s for bash: 'it'\”s'.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

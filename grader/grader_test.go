@@ -12,7 +12,7 @@ const scenarioYAML = `id: throttled
 chapter: ch08
 title: t
 environment: {kind: gpu}
-workload: {bench: [all_reduce]}
+workload: {gpu: [nccl-test]}
 params:
   node: {choose: [node2]}
   rate: {choose: ["80"]}
@@ -24,7 +24,7 @@ diagnosis:
   location: {node: "${node}", nic: rdma0}
 evidence:
   - {id: tbf, node: "${node}", command: '^tc\b.*\bqdisc\b', output: 'qdisc tbf \S+ root .*rate ${rate}Mbit'}
-remediation: {measure: bench, min_ratio: 0.8}
+remediation: {measure: workload, min_ratio: 0.8}
 hints:
   - {text: h, cost: 0.1}
 debrief: d

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/commlab/commlab/grader"
 )
 
 // TestLabCh07ShmFirstWarn runs chapter 7's second lab with a scripted learner: one
@@ -15,75 +11,27 @@ import (
 // on that node, names the cause. The learner finds it with grep; the cascade on the
 // other nodes earns nothing.
 func TestLabCh07ShmFirstWarn(t *testing.T) {
-	l := labFixture(t, "ch07-shm-first-warn", 1)
-	node := l.Variant.Values["node"]
-	t.Logf("variant: node=%s", node)
-	var other string
-	for _, n := range []string{"node1", "node2", "node3", "node4"} {
-		if n != node {
-			other = n
-			break
-		}
-	}
-	term := mustTerm(t, l, "node1")
+	playLab(t, "ch07-shm-first-warn", 1, func(lr *learner) verdicts {
+		node := lr.v("node")
+		other := others(node, fourNodes...)[0]
+		lr.t.Logf("variant: node=%s", node)
 
-	// The workload fails in a loop; poll until a failed run has written its WARN.
-	line := "grep 'NCCL WARN' train.log"
-	var seq int
-	for try := 0; ; try++ {
-		seq = typeAndWait(t, l, "node1", line)
-		cmds, _ := term.Commands()
-		if patternMatches(t, l, "node1", cmds[seq-1]) || try == 30 {
-			t.Logf("node1#%d %s:\n%s", seq, line, cmds[seq-1].Output)
-			break
+		// The workload fails in a loop; poll until a failed run has written its WARN.
+		firstWarn := lr.pollEvidence("node1", "grep 'NCCL WARN' train.log", 30, 3*time.Second)
+		// The cascade: WARN lines of another node, which do not name the cause.
+		cascade := lr.run("node1", "grep 'NCCL WARN' train.log | grep -v 'failed to extend' | grep "+other)
+		lr.t.Logf("node1#%d cascade on %s:\n%s", cascade.Seq, other, lr.out(cascade))
+		if strings.TrimSpace(lr.out(cascade)) == "" {
+			lr.t.Logf("no cascade WARN on %s in this run", other)
 		}
-		time.Sleep(3 * time.Second)
-	}
-	cmds, _ := term.Commands()
-	// The cascade: WARN lines of another node, which do not name the cause.
-	cascade := typeAndWait(t, l, "node1", fmt.Sprintf("grep 'NCCL WARN' train.log | grep -v 'failed to extend' | grep %s", other))
-	cmds, _ = term.Commands()
-	t.Logf("node1#%d cascade on %s:\n%s", cascade, other, cmds[cascade-1].Output)
-	if strings.TrimSpace(cmds[cascade-1].Output) == "" {
-		t.Logf("no cascade WARN on %s in this run", other)
-	}
-	decoy := typeAndWait(t, l, "node1", "ip -br link")
-
-	ts, err := l.Transcripts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dry := func(d grader.Diagnosis) grader.Result {
-		r, err := grader.Grade(grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts})
-		if err != nil {
-			t.Fatal(err)
+		decoy := lr.run("node1", "ip -br link")
+		return verdicts{
+			right:     answer{"shm-too-small", loc{"node": node}},
+			counts:    []ref{firstWarn},
+			countsNot: []ref{decoy, cascade},
+			// The node whose ranks only reported the cascade fails.
+			wrongAt:    []loc{{"node": other}},
+			wrongClass: []answer{{class: "transport-forced"}},
 		}
-		return r
-	}
-	class := "shm-too-small"
-	loc := map[string]string{"node": node}
-	real := []grader.EvidenceRef{{Terminal: "node1", Seq: seq}}
-	// (b) an unrelated command, and the cascade on another node, earn nothing.
-	if r := dry(grader.Diagnosis{Class: class, Location: loc, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: decoy}}}); criterion(r, "evidence") != 0 {
-		t.Errorf("(b) unrelated output earned evidence credit: %+v", r)
-	}
-	if r := dry(grader.Diagnosis{Class: class, Location: loc, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: cascade}}}); criterion(r, "evidence") != 0 {
-		t.Errorf("(b) the cascade on %s earned evidence credit: %+v", other, r)
-	}
-	// (c) the node whose ranks only reported the cascade, and a wrong class, fail.
-	if r := dry(grader.Diagnosis{Class: class, Location: map[string]string{"node": other}, Evidence: real}); r.Passed {
-		t.Errorf("(c) the wrong location passed: %+v", r)
-	}
-	if r := dry(grader.Diagnosis{Class: "transport-forced", Location: loc, Evidence: real}); r.Passed {
-		t.Errorf("(c) the wrong class passed: %+v", r)
-	}
-	// (a) the right diagnosis with the first WARN as evidence passes.
-	res, err := l.Grade(context.Background(), grader.Diagnosis{Class: class, Location: loc, Evidence: real})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("(a) %+v", res)
-	if !res.Passed || criterion(res, "evidence") == 0 {
-		t.Errorf("(a) the right diagnosis with real evidence did not pass fully: %+v", res)
-	}
+	})
 }

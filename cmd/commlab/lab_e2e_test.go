@@ -71,6 +71,15 @@ func labFixture(t *testing.T, id string, seed uint64) *session.Lab {
 // buildSelf builds the commlab binary once per test run: ranks run "commlab bench rank".
 var selfBin string
 
+// TestMain removes the binary buildSelf built (54 MB a run) once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dir := filepath.Dir(selfBin); selfBin != "" && strings.HasPrefix(filepath.Base(dir), "commlab-bin-") {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
 func buildSelf(t *testing.T) string {
 	t.Helper()
 	if selfBin != "" {

@@ -172,9 +172,10 @@ func TestNetnsShapedLinkBusBw(t *testing.T) {
 		low  float64 // lowest accepted busbw / iperf3
 	}{
 		{"socket", []string{"NCCL_IB_DISABLE=1"}, 0.9},
-		// The RoCE emulation is window-limited when both directions are saturated
-		// (ACKs queue behind data in the shaper): 0.6-1.0 of iperf3 in practice.
-		{"roce-emulation", nil, 0.6},
+		// The RoCE emulation's congestion window keeps the shaper's queue short
+		// enough that ACKs behind the reverse direction's data do not starve it:
+		// 0.85-0.97 of iperf3 on a quiet machine, down to about 0.8 on a busy one.
+		{"roce-emulation", nil, 0.8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, err := l.bench(t, netnsOpts(32<<20, 3, "n1:1,n2:1"), tc.env...)

@@ -68,6 +68,7 @@ type Endpoint struct {
 	mu    sync.Mutex
 	ready map[connKey]chan Conn
 	socks map[connKey][]net.Conn
+	paths map[[2]netip.Addr]*ibCC // RoCE congestion control per local NIC and peer
 	errs  chan error
 	done  chan struct{}
 	wg    sync.WaitGroup
@@ -88,7 +89,8 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if cfg.ShmDir == "" {
 		cfg.ShmDir = "/dev/shm"
 	}
-	e := &Endpoint{cfg: cfg, ready: map[connKey]chan Conn{}, socks: map[connKey][]net.Conn{}, done: make(chan struct{})}
+	e := &Endpoint{cfg: cfg, ready: map[connKey]chan Conn{}, socks: map[connKey][]net.Conn{},
+		paths: map[[2]netip.Addr]*ibCC{}, done: make(chan struct{})}
 	if cfg.UnixName != "" {
 		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: "@" + cfg.UnixName, Net: "unix"})
 		if err != nil {

@@ -20,8 +20,11 @@ import (
 // The RoCE emulation: every packet goes to UDP port 4791 (data to the receiver,
 // ACK/NAK to the sender), source ports give each queue pair its own flow, as RoCEv2
 // does. Reliability is go-back-N on a byte stream: the receiver accepts only the
-// next expected offset, NAKs once on a gap, acks cumulatively with its window.
-// The sender retransmits from the first unacked byte on NAK or when no ack came
+// next expected offset, NAKs once on a gap, acks cumulatively with its window
+// when a packet asks for it (the AckReq bit of the BTH), on a duplicate and when
+// a gap fills. The sender keeps its bytes in flight within a congestion window
+// (ibCC), asks for an ACK every ackEvery bytes and on the last packet it can
+// send; it retransmits from the first unacked byte on NAK or when no ack came
 // within the timeout; after more than IBRetry retries without progress it fails
 // with IBV_WC_RETRY_EXC_ERR (status 12), as an RC queue pair does.
 const (
@@ -30,13 +33,15 @@ const (
 	pktNak   = 3
 	pktProbe = 4
 
-	dataHdr = 16
-	ackLen  = 24
+	dataHdr = 24 // type, flags, qpn, offset, send time
+	ackLen  = 32 // type, flags, qpn, offset, window, one-way delay
+
+	flagAckReq = 1 // data header byte 1: the receiver must ACK this packet
+	flagOWD    = 1 // ACK byte 1: bytes 24-31 hold a one-way delay
 
 	ibRing = 4 << 20 // send and receive buffer per queue pair
-	// ibWindow is the default bound on bytes in flight per queue pair: there is
-	// no congestion control (real RoCE leans on PFC and DCQCN), so a queue that
-	// overflows looks like loss.
+	// ibWindow is the default bound on bytes in flight per queue pair; the
+	// congestion window (ibCC) is usually smaller.
 	ibWindow = 1 << 20
 	ibMaxMTU = 4096 // the largest IB MTU
 	ibBatch  = 64
@@ -71,6 +76,8 @@ type ibSender struct {
 	err          error
 	stats        IBStats
 
+	cc *qpCC
+
 	kick   chan struct{}
 	closed chan struct{}
 	once   sync.Once
@@ -90,6 +97,8 @@ type ibReceiver struct {
 	advertised uint64 // consumed at the last window update
 	nakFor     uint64
 	nakSent    bool
+	owd        int64 // arrival less send time of the last packet asking for an ACK
+	owdOK      bool
 	// stash holds packets that arrived ahead of a gap. veth delivers a flow out
 	// of order when the sending thread moves between CPUs, which a real fabric
 	// does not do; the stash absorbs that, and a gap that outlives reorderWindow
@@ -146,6 +155,15 @@ func mssFor(mtu int) int {
 		mtu = 1500
 	}
 	return min(ibMaxMTU, mtu-20-8-dataHdr)
+}
+
+// monoNanos is CLOCK_MONOTONIC, which every process of a host shares (network
+// namespaces do not change it): one-way delays between lab nodes are exact. Across
+// hosts the clocks differ by a constant, which the base one-way delay absorbs.
+func monoNanos() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 func gid(ip netip.Addr) string { return "::ffff:" + ip.Unmap().String() }
@@ -205,9 +223,23 @@ func (e *Endpoint) dialIB(ctx context.Context, h header, ld Device, ra netip.Add
 		},
 	}
 	s.cond = sync.NewCond(&s.mu)
+	s.cc = newQPCC(e.path(ld.IP, ra.Addr()), s.mss, s.wake)
 	go s.sendLoop()
 	go s.ackLoop()
 	return s, nil
+}
+
+// path returns the congestion control shared by the queue pairs from local to remote.
+func (e *Endpoint) path(local, remote netip.Addr) *ibCC {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := [2]netip.Addr{local, remote}
+	p, ok := e.paths[k]
+	if !ok {
+		p = newIBCC(uint64(min(max(e.cfg.IBWindow, 64<<10), ibRing)))
+		e.paths[k] = p
+	}
+	return p
 }
 
 // acceptIB is the receiver side, run on the out-of-band TCP connection.
@@ -322,6 +354,7 @@ func (s *ibSender) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.fail(ErrClosed)
+		s.cc.close(s.una, s.nxt)
 		s.mu.Unlock()
 		close(s.closed)
 		s.data.Close()
@@ -357,41 +390,26 @@ func (s *ibSender) sendLoop() {
 				return
 			}
 			s.stats.Retransmits += (s.nxt - s.una + uint64(s.mss) - 1) / uint64(s.mss)
-			s.nxt = s.una
+			s.rewind()
 			s.lastProgress = now
 		}
 		if s.una == s.nxt && s.end > s.nxt && s.nxt < s.rwnd {
 			s.lastProgress = now // timer starts with the first packet after idle
 		}
-		limit := min(s.end, s.rwnd, s.una+s.window)
-		k := 0
-		for k < ibBatch && s.nxt < limit {
-			n := int(min(uint64(s.mss), limit-s.nxt))
-			b := bufs[k][:dataHdr+n]
-			b[0] = pktData
-			binary.LittleEndian.PutUint32(b[4:], s.qpn)
-			binary.LittleEndian.PutUint64(b[8:], s.nxt)
-			pos := s.nxt % uint64(len(s.ring))
-			c := copy(b[dataHdr:], s.ring[pos:])
-			if c < n {
-				copy(b[dataHdr+c:], s.ring[:n-c])
-			}
-			msgs[k].Buffers[0] = b
-			s.nxt += uint64(n)
-			k++
-		}
-		s.stats.Packets += uint64(k)
+		k := s.fill(now, bufs, msgs)
 		sendProbe := false
 		wait := time.Hour
 		switch {
 		case s.una < s.nxt:
 			wait = s.timeout - now.Sub(s.lastProgress)
-		case s.end > s.nxt: // window closed: probe until it opens (RNR retries are unlimited)
+		case s.end > s.nxt && s.nxt >= s.rwnd: // window closed: probe until it opens (RNR retries are unlimited)
 			if now.Sub(s.lastProbe) >= s.timeout {
 				sendProbe = true
 				s.lastProbe = now
 			}
 			wait = s.timeout
+		case s.end > s.nxt: // held by the path's window: ACKs on the path wake us; this is a safety net
+			wait = 10 * time.Millisecond
 		}
 		s.mu.Unlock()
 		if k > 0 {
@@ -428,6 +446,61 @@ func (s *ibSender) sendLoop() {
 	}
 }
 
+// fill builds up to len(bufs) data packets that the windows allow now
+// (called with s.mu held).
+func (s *ibSender) fill(now time.Time, bufs [][]byte, msgs []ipv4.Message) (k int) {
+	limit := min(s.end, s.rwnd, s.una+s.window)
+	s.cc.setWaiting(s.nxt < s.end)
+	every := s.cc.ackEvery()
+	stamp := monoNanos()
+	for k < len(bufs) && s.nxt < limit {
+		n := int(min(uint64(s.mss), limit-s.nxt))
+		if !s.cc.admit(n, s.nxt-s.una) {
+			if k > 0 && bufs[k-1][1] != flagAckReq {
+				bufs[k-1][1] = flagAckReq // the window is full: its last packet asks for an ACK
+				s.cc.requestAck(now, s.nxt)
+			}
+			break
+		}
+		b := bufs[k][:dataHdr+n]
+		b[0], b[1] = pktData, 0
+		binary.LittleEndian.PutUint32(b[4:], s.qpn)
+		binary.LittleEndian.PutUint64(b[8:], s.nxt)
+		binary.LittleEndian.PutUint64(b[16:], uint64(stamp))
+		pos := s.nxt % uint64(len(s.ring))
+		c := copy(b[dataHdr:], s.ring[pos:])
+		if c < n {
+			copy(b[dataHdr+c:], s.ring[:n-c])
+		}
+		msgs[k].Buffers[0] = b
+		s.nxt += uint64(n)
+		if s.nxt-s.cc.lastReq >= every || s.nxt == limit {
+			b[1] = flagAckReq
+			s.cc.requestAck(now, s.nxt)
+		}
+		k++
+	}
+	s.stats.Packets += uint64(k)
+	if s.nxt == s.end {
+		s.cc.setWaiting(false)
+	}
+	return k
+}
+
+// rewind goes back to the first unacked byte (go-back-N); called with s.mu held.
+func (s *ibSender) rewind() {
+	s.cc.rewound(s.una, s.nxt, true)
+	s.nxt = s.una
+}
+
+// acked moves the cumulative ack to off; owd is the one-way delay the ACK
+// reports (when owdOK); called with s.mu held.
+func (s *ibSender) acked(now time.Time, off uint64, owd time.Duration, owdOK bool) {
+	s.cc.acked(now, s.una, off, s.nxt, owd, owdOK)
+	s.una = off
+	s.nxt = max(s.nxt, off)
+}
+
 func (s *ibSender) ackLoop() {
 	b := make([]byte, 64)
 	for {
@@ -451,10 +524,7 @@ func (s *ibSender) ackLoop() {
 		win := binary.LittleEndian.Uint64(b[16:])
 		s.mu.Lock()
 		if off > s.una && off <= s.end {
-			s.una = off
-			if s.nxt < off {
-				s.nxt = off
-			}
+			s.acked(time.Now(), off, time.Duration(int64(binary.LittleEndian.Uint64(b[24:]))), b[1]&flagOWD != 0)
 			s.retries = 0
 			s.lastProgress = time.Now()
 			s.cond.Broadcast()
@@ -470,7 +540,7 @@ func (s *ibSender) ackLoop() {
 				wc := s.wc
 				s.fail(&wc)
 			}
-			s.nxt = off
+			s.rewind()
 			s.lastProgress = time.Now()
 		}
 		s.mu.Unlock()
@@ -530,13 +600,22 @@ func (r *ibReceiver) sendAck(typ byte) {
 	binary.LittleEndian.PutUint32(b[4:], r.qpn)
 	binary.LittleEndian.PutUint64(b[8:], r.rcvNxt)
 	binary.LittleEndian.PutUint64(b[16:], r.consumed+uint64(len(r.ring)))
+	if r.owdOK {
+		b[1] = flagOWD
+		binary.LittleEndian.PutUint64(b[24:], uint64(r.owd))
+		r.owdOK = false
+	}
 	r.advertised = r.consumed
 	r.acks.Write(b[:])
 }
 
 // reorderWindow is how many packets past a gap the receiver holds before it
-// declares the gap lost.
-const reorderWindow = 48
+// declares the gap lost; it NAKs earlier, from nakAfter packets on, when a
+// packet past the gap asks for an ACK.
+const (
+	reorderWindow = 48
+	nakAfter      = 16
+)
 
 // deliver appends in-order payload to the receive ring; called with r.mu held.
 func (r *ibReceiver) deliver(pl []byte) {
@@ -568,6 +647,7 @@ func (r *ibReceiver) recvLoop() {
 			r.mu.Unlock()
 			return
 		}
+		arrived := monoNanos()
 		r.mu.Lock()
 		if r.stash == nil {
 			r.stash = map[uint64][]byte{}
@@ -584,10 +664,14 @@ func (r *ibReceiver) recvLoop() {
 			case pktData:
 				off := binary.LittleEndian.Uint64(b[8:])
 				pl := b[dataHdr:]
+				if b[1]&flagAckReq != 0 {
+					r.owd, r.owdOK = arrived-int64(binary.LittleEndian.Uint64(b[16:])), true
+				}
 				free := uint64(len(r.ring)) - (r.rcvNxt - r.consumed)
 				switch {
 				case off == r.rcvNxt && uint64(len(pl)) <= free:
 					r.deliver(pl)
+					ack = ack || b[1]&flagAckReq != 0
 					for {
 						next, ok := r.stash[r.rcvNxt]
 						if !ok || uint64(len(next)) > uint64(len(r.ring))-(r.rcvNxt-r.consumed) {
@@ -595,6 +679,7 @@ func (r *ibReceiver) recvLoop() {
 						}
 						delete(r.stash, r.rcvNxt)
 						r.deliver(next)
+						ack = true // a gap filled: the sender learns it at once
 					}
 					if len(r.stash) > 0 {
 						for k := range r.stash {
@@ -603,12 +688,17 @@ func (r *ibReceiver) recvLoop() {
 							}
 						}
 					}
-					progress, ack = true, true
+					progress = true
 				case off > r.rcvNxt:
-					if len(r.stash) < reorderWindow && off-r.rcvNxt < uint64(len(r.ring)) {
+					stashed := len(r.stash) < reorderWindow && off-r.rcvNxt < uint64(len(r.ring))
+					if stashed {
 						if _, dup := r.stash[off]; !dup {
 							r.stash[off] = append([]byte(nil), pl...)
 						}
+					}
+					// A packet that asks for an ACK past a gap that reordering
+					// does not explain gets the sequence-error NAK it would get on RoCE.
+					if stashed && (b[1]&flagAckReq == 0 || len(r.stash) < nakAfter) {
 						break
 					}
 					if !r.nakSent || r.nakFor != r.rcvNxt {

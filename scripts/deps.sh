@@ -7,14 +7,15 @@ set -euo pipefail
 declare -A cmd_of=(
   [iproute2]=ip [nftables]=nft [iperf3]=iperf3 [ethtool]=ethtool [iputils-ping]=ping
   [tcpdump]=tcpdump [procps]=ps [util-linux]=nsenter [chromium]=chromium
-  [nginx-light]=nginx [wrk]=wrk [openmpi-bin]=mpirun [nodejs]=node [npm]=npm
+  [nginx-light]=nginx [wrk]=wrk [openmpi-bin]=mpirun [libopenmpi-dev]=mpicc [gcc]=gcc
+  [nodejs]=node [npm]=npm
 )
 pkgs=()
 for group in "$@"; do
   case "$group" in
     run)   pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm) ;;
     test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm chromium) ;;
-    bench) pkgs+=(nginx-light wrk openmpi-bin) ;;
+    bench) pkgs+=(nginx-light wrk openmpi-bin libopenmpi-dev gcc) ;; # Open MPI: scripts/bench-collective.sh
     *) echo "deps.sh: unknown group '$group' (want run, test or bench)" >&2; exit 2 ;;
   esac
 done

@@ -129,8 +129,7 @@ func (u *cgroupUndo) Revert(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// applyCgroupFiles journals the prior values of files, then writes the new ones
-// and reads them back.
+// applyCgroupFiles journals the prior values of files, then writes the new ones.
 func applyCgroupFiles(t Target, op *Op, files []cgFile) (Undo, error) {
 	u := &cgroupUndo{Cgroup: t.Cgroup, BootID: bootID()}
 	for _, f := range files {
@@ -150,6 +149,21 @@ func applyCgroupFiles(t Target, op *Op, files []cgFile) (Undo, error) {
 		}
 	}
 	return u, nil
+}
+
+// readBack checks that each file holds what was written; the kernel rewrites CPU and
+// memory-node lists ("0,1" as "0-1"), so cpuset files are compared by their members.
+func readBack(files []cgFile) error {
+	for _, f := range files {
+		got, err := readCgroupFile(f.Path)
+		if err != nil {
+			return err
+		}
+		if got != f.Value && !(strings.Contains(filepath.Base(f.Path), "cpuset.") && expandSame(got, f.Value)) {
+			return fmt.Errorf("read back %s: %q, wrote %q", f.Path, got, f.Value)
+		}
+	}
+	return nil
 }
 
 // needCgroup checks that t names an existing workload cgroup.

@@ -76,14 +76,8 @@ func (f *NUMAMisbind) Apply(ctx context.Context, t Target, op *Op) (Undo, error)
 	if err != nil {
 		return u, err
 	}
-	for _, fl := range files {
-		got, err := readCgroupFile(fl.Path)
-		if err != nil {
-			return u, err
-		}
-		if !expandSame(got, fl.Value) {
-			return u, fmt.Errorf("read back %s: %q, wrote %q", fl.Path, got, fl.Value)
-		}
+	if err := readBack(files); err != nil {
+		return u, err
 	}
 	return u, ctx.Err()
 }

@@ -31,18 +31,21 @@ func TestSpawnGate(t *testing.T) {
 	if err := release(true); err != nil {
 		t.Fatal(err)
 	}
+	// The kernel renames the process (comm) before it lays out the new
+	// environment, so wait for both: environ reads empty in between.
+	var env []byte
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		comm, _ := os.ReadFile("/proc/" + itoa(p.PID) + "/comm")
-		if strings.TrimSpace(string(comm)) == "sleep" {
+		env, _ = os.ReadFile("/proc/" + itoa(p.PID) + "/environ")
+		if strings.TrimSpace(string(comm)) == "sleep" && len(env) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("released process is %q, not sleep", comm)
+			t.Fatalf("released process is %q (environment %d bytes), not sleep", comm, len(env))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	env, _ := os.ReadFile("/proc/" + itoa(p.PID) + "/environ")
 	if !strings.Contains(string(env), tagEnv+"="+id) || strings.Contains(string(env), helperEnv+"=") {
 		t.Errorf("released process's environment: want the fault tag and no helper marker")
 	}

@@ -115,7 +115,7 @@ func benchLoss(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	fmt.Printf("\n### loss precision (UDP datagrams n2 to n1, loss on n1's rdma0 inbound)\n\n")
-	fmt.Println("| asked | datagrams | measured | 99 % binomial interval | inside |")
+	fmt.Println("| asked | datagrams | measured | 99.99 % binomial interval | inside |")
 	fmt.Println("|---:|---:|---:|---|---|")
 	for _, c := range []struct {
 		pct string

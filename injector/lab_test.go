@@ -449,8 +449,48 @@ func (l *testLab) inNS(node string, fn func() error) error {
 }
 
 // udpCount sends n datagrams of 200 bytes from node from to node to's rdma0
-// address on port, paced, and returns how many arrived.
+// address on port, paced, and returns how many arrived: those read plus those
+// the receiving socket's full buffer dropped (a loaded machine can stall the
+// reader; that is not the path losing them).
 func (l *testLab) udpCount(t testing.TB, from, to string, port, n int) int {
+	t.Helper()
+	before := l.udpRcvbufErrors(t, to)
+	read := l.udpRead(t, from, to, port, n)
+	overflow := l.udpRcvbufErrors(t, to) - before
+	if overflow > 0 {
+		t.Logf("udpCount %s->%s: %d of %d datagrams dropped by the full socket buffer", from, to, overflow, n)
+	}
+	return read + overflow
+}
+
+// udpRcvbufErrors reads Udp RcvbufErrors from node's /proc/net/snmp.
+func (l *testLab) udpRcvbufErrors(t testing.TB, node string) int {
+	t.Helper()
+	var head []string
+	for _, line := range strings.Split(l.run(t, node, "cat", "/proc/net/snmp"), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if head == nil {
+			head = f
+			continue
+		}
+		for i, name := range head {
+			if name == "RcvbufErrors" && i < len(f) {
+				v, err := strconv.Atoi(f[i])
+				if err != nil {
+					t.Fatalf("%s: /proc/net/snmp RcvbufErrors %q", node, f[i])
+				}
+				return v
+			}
+		}
+	}
+	t.Fatalf("%s: /proc/net/snmp has no Udp RcvbufErrors", node)
+	return 0
+}
+
+func (l *testLab) udpRead(t testing.TB, from, to string, port, n int) int {
 	t.Helper()
 	var rx *net.UDPConn
 	if err := l.inNS(to, func() (err error) {

@@ -3,6 +3,7 @@ package injector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -509,17 +511,25 @@ func (l *testLab) udpRead(t testing.TB, from, to string, port, n int) int {
 		t.Fatal(err)
 	}
 	defer tx.Close()
-	got := make(chan int)
+	// The reader stops 300 ms after the last datagram was sent, not after any
+	// 300 ms pause: a loaded machine can stall the sender that long.
+	var sent atomic.Bool
+	got := make(chan int, 1)
 	go func() {
 		buf := make([]byte, 2048)
 		c := 0
 		for {
 			rx.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-			if _, err := rx.Read(buf); err != nil {
-				got <- c
-				return
+			_, err := rx.Read(buf)
+			if err == nil {
+				c++
+				continue
 			}
-			c++
+			if errors.Is(err, os.ErrDeadlineExceeded) && !sent.Load() {
+				continue
+			}
+			got <- c
+			return
 		}
 	}()
 	msg := make([]byte, 200)
@@ -531,5 +541,6 @@ func (l *testLab) udpRead(t testing.TB, from, to string, port, n int) int {
 			time.Sleep(200 * time.Microsecond) // about 100k datagrams/s at most
 		}
 	}
+	sent.Store(true)
 	return <-got
 }

@@ -77,9 +77,9 @@ func WriteHeader(w io.Writer, h Header) {
 	}
 	fmt.Fprintf(w, "#\n")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
-	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size", "count", "type", "redop", "root",
+	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type", "redop", "root",
 		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
-	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "(B)", "(elements)", "", "", "",
+	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "", "",
 		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
 }
 
@@ -88,11 +88,11 @@ func WriteRow(w io.Writer, r Row) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.Bytes, r.Count, r.Type, r.RedOp, r.Root)
 	for _, x := range []Result{r.Out, r.In} {
+		wrong := "N/A"
 		if x.Wrong >= 0 {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s  %6s", floatStr(x.TimeUs, 7), floatStr(x.AlgBw, 6), floatStr(x.BusBw, 6), cg(float64(x.Wrong)))
-		} else {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s    N/A", floatStr(x.TimeUs, 7), floatStr(x.AlgBw, 6), floatStr(x.BusBw, 6))
+			wrong = cg(float64(x.Wrong))
 		}
+		fmt.Fprintf(&b, "  %7s  %6s  %6s  %5s", floatStr(x.TimeUs, 7), floatStr(x.AlgBw, 6), floatStr(x.BusBw, 6), wrong)
 	}
 	b.WriteByte('\n')
 	io.WriteString(w, b.String())

@@ -187,7 +187,7 @@ class Bench:
             line = "%12d  %12d  %8s  %6s  %6d" % (shown, param, a.datatype, redop, root)
             for in_place in (False, True):
                 if in_place and op == "alltoall":
-                    line += "  %7s  %6s  %6s  %6s" % ("N/A", "N/A", "N/A", "N/A")
+                    line += "  %7s  %6s  %6s  %5s" % ("N/A", "N/A", "N/A", "N/A")
                     continue
                 _, _, fn = self.buffers(op, send, recv, in_place)
                 sec = self.time_one(fn)
@@ -196,7 +196,7 @@ class Bench:
                 wrong = self.check(op, send, recv, param, in_place) if a.check else None
                 if wrong:
                     errors += 1
-                line += "  %7s  %6.2f  %6.2f  %6s" % (fmt_time(sec * 1e6), algbw, busbw,
+                line += "  %7s  %6.2f  %6.2f  %5s" % (fmt_time(sec * 1e6), algbw, busbw,
                                                      "N/A" if wrong is None else "%d" % wrong)
                 bw_sum += busbw
                 bw_count += 1
@@ -216,10 +216,10 @@ class Bench:
         print("#")
         print("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
               % ("", "", "", "", ""))
-        print("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s"
+        print("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"
               % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
                  "time", "algbw", "busbw", "#wrong"))
-        print("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s"
+        print("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"
               % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""),
               flush=True)
 

@@ -2,11 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,4 +185,32 @@ func names(devs []transport.Device) string {
 		s = append(s, d.Name)
 	}
 	return strings.Join(s, ",")
+}
+
+// TestFailureKind: a rank's failure carries the return-code text NCCL 2.24+ would
+// print for the same cause (the messages are the bench's own, from the labs).
+func TestFailureKind(t *testing.T) {
+	const (
+		system = "'unhandled system error (run with NCCL_DEBUG=INFO for details) / "
+		remote = "'remote process exited or there was a network error / "
+	)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"root unreachable by timeout", errors.New("bootstrap: rank 2: connect to root 198.18.0.1:34869: no answer within 10s (last error: dial tcp 198.18.0.1:34869: i/o timeout)"), remote},
+		{"root missing ranks", errors.New("bootstrap root: 3 of 4 ranks checked in within 10s; missing ranks [2]"), remote},
+		{"root went away", fmt.Errorf("bootstrap: rank 1: read ring address from root 198.18.0.1:34869: %w", io.EOF), remote},
+		{"peer never connected", errors.New("channel 01: rank 2 <- rank 1 (node2): wait for connection from rank 1 channel 1: no connection within 20s"), remote},
+		{"collective stalled", errors.New("all_reduce of 4194304 bytes did not complete within 20s (watchdog; real NCCL would hang here)"), remote},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), remote},
+		{"route gone (not retried by NCCL)", errors.New("bootstrap: rank 2: connect to root 198.18.4.1:4000: no answer within 20s (last error: dial tcp 198.18.4.1:4000: connect: network is unreachable)"), system},
+		{"local failure", errors.New("create shared memory segment: no space left on device"), system},
+	} {
+		got := (&Failure{Node: "node3", Err: tc.err}).Error()
+		if !strings.HasPrefix(got, "node3: Test NCCL failure commlab/bench "+tc.want) {
+			t.Errorf("%s: %s", tc.name, got)
+		}
+	}
 }

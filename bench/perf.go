@@ -191,13 +191,35 @@ type Failure struct {
 }
 
 func (f *Failure) Error() string {
-	kind := "unhandled system error (run with NCCL_DEBUG=INFO for details)"
-	var wc *transport.WCError
+	return fmt.Sprintf("%s: Test NCCL failure commlab/bench '%s / %s'", f.Node, f.kind(), f.Err)
+}
+
+// kind is the return code's text NCCL 2.24+ would give: a peer that refused,
+// never answered, went away or stalled is ncclRemoteError (6), as when NCCL's
+// connect retries run out; a local failure is ncclSystemError (2), and so is
+// ENETUNREACH, which NCCL's connect does not retry.
+func (f *Failure) kind() string {
+	const (
+		system = "unhandled system error (run with NCCL_DEBUG=INFO for details)"
+		remote = "remote process exited or there was a network error"
+	)
 	s := f.Err.Error()
-	if errors.As(f.Err, &wc) || strings.Contains(s, "closed by remote peer") || strings.Contains(s, "did not complete") || strings.Contains(s, "connection reset") {
-		kind = "remote process exited or there was a network error"
+	if errors.Is(f.Err, syscall.ENETUNREACH) || strings.Contains(s, "network is unreachable") {
+		return system
 	}
-	return fmt.Sprintf("%s: Test NCCL failure commlab/bench '%s / %s'", f.Node, kind, s)
+	var wc *transport.WCError
+	if errors.As(f.Err, &wc) || errors.Is(f.Err, io.EOF) || errors.Is(f.Err, syscall.ECONNREFUSED) || errors.Is(f.Err, syscall.ECONNRESET) {
+		return remote
+	}
+	for _, peerGone := range []string{
+		"closed by remote peer", "connection reset", "connection refused", ": EOF", "i/o timeout",
+		"did not complete within", "no answer within", "no connection within", "checked in within",
+	} {
+		if strings.Contains(s, peerGone) {
+			return remote
+		}
+	}
+	return system
 }
 
 func (f *Failure) Unwrap() error { return f.Err }

@@ -151,6 +151,18 @@ func applyCgroupFiles(t Target, op *Op, files []cgFile) (Undo, error) {
 	return u, nil
 }
 
+// applyChecked applies files as applyCgroupFiles does, then reads them back.
+func applyChecked(ctx context.Context, t Target, op *Op, files []cgFile) (Undo, error) {
+	u, err := applyCgroupFiles(t, op, files)
+	if err != nil {
+		return u, err
+	}
+	if err := readBack(files); err != nil {
+		return u, err
+	}
+	return u, ctx.Err()
+}
+
 // readBack checks that each file holds what was written; the kernel rewrites CPU and
 // memory-node lists ("0,1" as "0-1"), so cpuset files are compared by their members.
 func readBack(files []cgFile) error {

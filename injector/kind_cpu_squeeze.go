@@ -97,14 +97,7 @@ func (f *CPUSqueeze) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 		}
 		files = append(files, cgFile{Path: filepath.Join(dir, "cpuset.cpus"), Value: string(f.CPUSet)})
 	}
-	u, err := applyCgroupFiles(t, op, files)
-	if err != nil {
-		return u, err
-	}
-	if err := readBack(files); err != nil {
-		return u, err
-	}
-	return u, ctx.Err()
+	return applyChecked(ctx, t, op, files)
 }
 
 // cpusOnline checks that every CPU of list is online.

@@ -72,14 +72,7 @@ func (f *NUMAMisbind) Apply(ctx context.Context, t Target, op *Op) (Undo, error)
 		{Path: filepath.Join(dir, "cpuset.cpus"), Value: string(far.CPUs)},
 		{Path: filepath.Join(dir, "cpuset.mems"), Value: strconv.Itoa(far.ID)},
 	}
-	u, err := applyCgroupFiles(t, op, files)
-	if err != nil {
-		return u, err
-	}
-	if err := readBack(files); err != nil {
-		return u, err
-	}
-	return u, ctx.Err()
+	return applyChecked(ctx, t, op, files)
 }
 
 // numaNode is one NUMA node of the host.

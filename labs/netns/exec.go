@@ -4,6 +4,7 @@ package netns
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -112,10 +113,9 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 		}
 		defer pl.Close()
 		if sp.learner {
+			// The learner init (learnerinit.go) confines the program once it has
+			// mounted the new PID namespace's /proc, which needs CAP_SYS_ADMIN.
 			if err := learnerMounts(sp); err != nil {
-				return err
-			}
-			if err := restrictThread(); err != nil {
 				return err
 			}
 		}
@@ -186,6 +186,11 @@ func learnerMounts(sp spawnSpec) error {
 		if !isDir(dir) {
 			continue
 		}
+		// Detach what is mounted below first, or /proc/self/mountinfo would still
+		// name it (other sandboxes' namespaces under /run/netns, say).
+		if err := detachBelow(dir); err != nil {
+			return err
+		}
 		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
 			return fmt.Errorf("hide %s: %w", dir, err)
 		}
@@ -212,6 +217,68 @@ func learnerMounts(sp spawnSpec) error {
 		return fmt.Errorf("mount the node's /sys: %w", err)
 	}
 	return mountCgroupViews(views)
+}
+
+// detachBelow lazily unmounts every mount at or below dir in the calling thread's
+// (private) mount namespace, deepest first.
+func detachBelow(dir string) error {
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read mountinfo: %w", err)
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		p := unescapeMountPath(f[4])
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			points = append(points, p)
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("detach %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
+}
+
+// asLearnerInit rewrites c, built for the learner's program, to start through the
+// learner init (learnerinit.go): this binary as PID 1 of a new PID and IPC namespace,
+// which runs the program as uid with learnerCaps. With setctty, c's stdin is a
+// terminal that becomes the program's controlling terminal.
+func asLearnerInit(c *exec.Cmd, uid uint32, setctty bool) error {
+	spec, err := json.Marshal(learnerInitSpec{UID: uid, Dir: c.Dir, Setctty: setctty})
+	if err != nil {
+		return err
+	}
+	c.Args = append([]string{learnerInitArgv0, c.Path}, c.Args[1:]...)
+	c.Path = "/proc/self/exe"
+	c.Env = append(slices.Clip(c.Env), learnerInitEnv+"="+string(spec))
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC}
+	return nil
 }
 
 // cgroupView is a node cgroup directory (an O_PATH descriptor) and where a learner sees it.

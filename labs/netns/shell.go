@@ -36,9 +36,10 @@ var ShellPath = "/bin/bash"
 // CAP_NET_RAW (ambient, and nothing else in its bounding set; no_new_privs),
 // in the node's network namespace, in the node's cgroup (so the sandbox's pids
 // limit contains a fork bomb), with the node's name as hostname (the prompt
-// reads learner@node1:~$), in a new PID namespace (kernel lookups by pid,
-// such as `ip link set X netns 1`, reach only the shell's own processes) and a
-// private mount namespace: /home/learner, /tmp and /var/tmp are the
+// reads learner@node1:~$), in a new PID namespace with its own /proc (a learner
+// lists only the lab's processes; kernel lookups by pid, such as `ip link set X
+// netns 1`, reach only the shell's own) and a new IPC namespace, started by the
+// learner init (learnerinit.go) as PID 1, and a private mount namespace: /home/learner, /tmp and /var/tmp are the
 // sandbox's, /dev/shm (unless opts.MountNS gives the workloads' view) and
 // /run/lock are private, /sys shows the node's interfaces, and /run/netns,
 // /run/commlab and the data directory are covered by empty read-only mounts. Closing the terminal, ctx ending, or
@@ -90,11 +91,9 @@ func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions
 	}
 	c.Dir = "/home/learner"
 	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-	c.SysProcAttr = &syscall.SysProcAttr{
-		Setsid: true, Setctty: true, Ctty: 0,
-		Credential:  &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
-		AmbientCaps: learnerCaps,
-		Cloneflags:  unix.CLONE_NEWPID,
+	if err := asLearnerInit(c, uint32(uid), true); err != nil {
+		ptmx.Close()
+		return nil, err
 	}
 	run := sandboxRunDir(s.ID())
 	sp := spawnSpec{
@@ -169,8 +168,8 @@ func (t *terminal) Wait() error {
 	return t.waitErr
 }
 
-// Close ends the shell: it is PID 1 of its own PID namespace, so killing it
-// kills everything it started. It waits up to 5 seconds for the shell to go.
+// Close ends the shell: its init is PID 1 of its own PID namespace, so killing
+// it kills everything the shell started. It waits up to 5 seconds for the shell to go.
 func (t *terminal) Close() error {
 	t.once.Do(func() {
 		_ = t.cmd.Process.Kill()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -131,8 +132,8 @@ func TestLearnerShell(t *testing.T) {
 		if got := strings.TrimSpace(s.must("id -u")); got != strconv.Itoa(int(sb.LearnerUID())) {
 			t.Errorf("id -u = %q, want %d", got, sb.LearnerUID())
 		}
-		if got := strings.TrimSpace(s.must("echo $$")); got != "1" {
-			t.Errorf("the shell's pid in its namespace = %q, want 1", got)
+		if got := strings.TrimSpace(s.must("echo $PPID")); got != "1" {
+			t.Errorf("the shell's parent pid in its namespace = %q, want 1 (its init)", got)
 		}
 		if got := s.must("grep -E '^Cap(Eff|Bnd|Amb)' /proc/self/status"); strings.Count(got, "0000000000003000") != 3 {
 			t.Errorf("capabilities: want NET_ADMIN+NET_RAW (0x3000) effective, bounding and ambient:\n%s", got)
@@ -182,6 +183,41 @@ func TestLearnerShell(t *testing.T) {
 		s.run("ip link set rdma0 netns 1")
 		if after := host(t, "ip", "-o", "link"); strings.Contains(after, "cltest") || strings.Contains(after, "rdma0") {
 			t.Errorf("learner changed the host's links:\n%s", after)
+		}
+	})
+
+	t.Run("sees only its own processes and mounts", func(t *testing.T) {
+		s.t = t
+		// A host process that the learner must not see.
+		hostProc := exec.Command("sleep", "300")
+		if err := hostProc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = hostProc.Process.Kill(); _ = hostProc.Wait() }()
+		ps := s.must("ps -eo pid=,user=,args=")
+		lines := strings.Split(strings.TrimSpace(ps), "\n")
+		if len(lines) > 4 {
+			t.Errorf("the learner lists %d processes, want init, the shell and ps:\n%s", len(lines), ps)
+		}
+		if !regexp.MustCompile(`(?m)^\s*1\s+root\s+init\b`).MatchString(ps) {
+			t.Errorf("pid 1 is not the learner init:\n%s", ps)
+		}
+		if strings.Contains(ps, "sleep 300") || strings.Contains(ps, "commlab") {
+			t.Errorf("the learner sees host processes:\n%s", ps)
+		}
+		s.mustFail(fmt.Sprintf("test -e /proc/%d", hostProc.Process.Pid))
+		s.mustFail("cat /proc/1/environ")
+		mi := s.must("cat /proc/self/mountinfo")
+		if strings.Contains(mi, netnsDir+"/") || strings.Contains(mi, "/run/commlab/") {
+			t.Errorf("mountinfo names namespaces or commlab's run-time files:\n%s", mi)
+		}
+	})
+
+	t.Run("has its own IPC namespace", func(t *testing.T) {
+		s.t = t
+		s.must("ipcmk -M 4096 -p 0600 >/dev/null && ipcs -m | grep -q 4096")
+		if out := host(t, "ipcs", "-m"); regexp.MustCompile(`\s`+strconv.Itoa(int(sb.LearnerUID()))+`\s`).MatchString(out) {
+			t.Errorf("the learner's shared memory segment is visible on the host:\n%s", out)
 		}
 	})
 

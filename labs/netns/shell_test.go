@@ -216,7 +216,7 @@ func TestLearnerShell(t *testing.T) {
 	t.Run("has its own IPC namespace", func(t *testing.T) {
 		s.t = t
 		s.must("ipcmk -M 4096 -p 0600 >/dev/null && ipcs -m | grep -q 4096")
-		if out := host(t, "ipcs", "-m"); regexp.MustCompile(`\s`+strconv.Itoa(int(sb.LearnerUID()))+`\s`).MatchString(out) {
+		if out := host(t, "ipcs", "-m"); regexp.MustCompile(`\s` + strconv.Itoa(int(sb.LearnerUID())) + `\s`).MatchString(out) {
 			t.Errorf("the learner's shared memory segment is visible on the host:\n%s", out)
 		}
 	})

@@ -39,11 +39,12 @@ var ShellPath = "/bin/bash"
 // reads learner@node1:~$), in a new PID namespace with its own /proc (a learner
 // lists only the lab's processes; kernel lookups by pid, such as `ip link set X
 // netns 1`, reach only the shell's own) and a new IPC namespace, started by the
-// learner init (learnerinit.go) as PID 1, and a private mount namespace: /home/learner, /tmp and /var/tmp are the
-// sandbox's, /dev/shm (unless opts.MountNS gives the workloads' view) and
-// /run/lock are private, /sys shows the node's interfaces, and /run/netns,
-// /run/commlab and the data directory are covered by empty read-only mounts. Closing the terminal, ctx ending, or
-// the sandbox going down ends the shell and everything it started.
+// learner init (learnerinit.go) as PID 1, and a private mount namespace
+// (learnerSpec): /home/learner, /tmp and /var/tmp are the sandbox's, /dev/shm
+// (unless opts.MountNS gives the workloads' view) and /run/lock are private, /sys
+// shows the node's interfaces, and /run/netns, /run/commlab and the data
+// directory are covered by empty read-only mounts. Closing the terminal, ctx
+// ending, or the sandbox going down ends the shell and everything it started.
 func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions) (labs.Terminal, error) {
 	st, _, err := s.up()
 	if err != nil {
@@ -85,33 +86,14 @@ func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions
 	}
 
 	c := exec.Command(argv[0], argv[1:]...)
-	c.Env = []string{
-		nodePath, "HOME=/home/learner", "USER=learner", "LOGNAME=learner", "SHELL=" + ShellPath,
-		"TERM=xterm-256color", "LANG=C.UTF-8", "COMMLAB_SANDBOX=" + s.ID(), "COMMLAB_NODE=" + node,
-	}
+	c.Env = learnerEnv(s.ID(), node)
 	c.Dir = "/home/learner"
 	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
 	if err := asLearnerInit(c, uint32(uid), true); err != nil {
 		ptmx.Close()
 		return nil, err
 	}
-	run := sandboxRunDir(s.ID())
-	sp := spawnSpec{
-		netns: info.NetNSPath, hostname: node, group: g, learner: true,
-		binds: [][2]string{
-			{filepath.Join(run, "home"), "/home"},
-			{filepath.Join(run, "tmp"), "/tmp"},
-			{filepath.Join(run, "tmp"), "/var/tmp"},
-		},
-		roBinds: opts.ReadOnlyBinds,
-		hide:    hiddenFromLearners(st.DataDir),
-		scratch: [][2]string{{"/run/lock", "1m"}},
-		mountNS: opts.MountNS,
-	}
-	if opts.MountNS == "" {
-		// With a workload's mount namespace the learner must see its /dev/shm.
-		sp.scratch = append(sp.scratch, [2]string{"/dev/shm", "64m"})
-	}
+	sp := learnerSpec(s.ID(), st.DataDir, info, g, opts.ReadOnlyBinds, opts.MountNS)
 	if err := spawn(c, sp, c.Start); err != nil {
 		ptmx.Close()
 		return nil, fmt.Errorf("shell on %s/%s: %w", s.ID(), node, err)
@@ -202,6 +184,73 @@ func writeRC(runDir, node, rc string) (string, error) {
 		return "", err
 	}
 	return filepath.Join("/home/.commlab", filepath.Base(f.Name())), nil
+}
+
+// learnerSpec is how a learner's process enters a node: the node's namespaces and
+// cgroup, the sandbox's /home and /tmp, private /run/lock and (unless mountNS gives a
+// workload's view) /dev/shm, and commlab's own directories hidden.
+func learnerSpec(id, dataDir string, info NodeInfo, g *cgroup.Group, roBinds [][2]string, mountNS string) spawnSpec {
+	run := sandboxRunDir(id)
+	sp := spawnSpec{
+		netns: info.NetNSPath, hostname: info.Name, group: g, learner: true,
+		binds: [][2]string{
+			{filepath.Join(run, "home"), "/home"},
+			{filepath.Join(run, "tmp"), "/tmp"},
+			{filepath.Join(run, "tmp"), "/var/tmp"},
+		},
+		roBinds: roBinds,
+		hide:    hiddenFromLearners(dataDir),
+		scratch: [][2]string{{"/run/lock", "1m"}},
+		mountNS: mountNS,
+	}
+	if mountNS == "" {
+		// With a workload's mount namespace the learner must see its /dev/shm.
+		sp.scratch = append(sp.scratch, [2]string{"/dev/shm", "64m"})
+	}
+	return sp
+}
+
+// LearnerExec prepares argv to run on node exactly as a program typed in the
+// learner's shell runs (the learner's uid, capabilities, namespaces, mounts and
+// cgroup), without a terminal: what the lab checks before it opens, e.g. that the
+// GPU can be used from the learner's shell. The environment starts as the shell's.
+func (s *Sandbox) LearnerExec(ctx context.Context, node string, argv ...string) (*labs.Cmd, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("exec: empty command")
+	}
+	st, _, err := s.up()
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cgroup.Open(info.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Env = learnerEnv(s.ID(), node)
+	c.Dir = "/home/learner"
+	return labs.NewCmd(c, func(lc *labs.Cmd) error {
+		if err := asLearnerInit(lc.Cmd, st.LearnerUID, false); err != nil {
+			return err
+		}
+		sp := learnerSpec(s.ID(), st.DataDir, info, g, nil, lc.MountNS)
+		if err := spawn(lc.Cmd, sp, lc.Cmd.Start); err != nil {
+			return fmt.Errorf("exec %s as the learner on %s/%s: %w", argv[0], s.ID(), node, err)
+		}
+		return nil
+	}), nil
+}
+
+// learnerEnv is the environment a learner's programs start with.
+func learnerEnv(id, node string) []string {
+	return []string{
+		nodePath, "HOME=/home/learner", "USER=learner", "LOGNAME=learner", "SHELL=" + ShellPath,
+		"TERM=xterm-256color", "LANG=C.UTF-8", "COMMLAB_SANDBOX=" + id, "COMMLAB_NODE=" + node,
+	}
 }
 
 // OpenLearnerFile opens (creating or appending to) a file in the learner's

@@ -5,6 +5,7 @@ package netns
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -346,6 +347,30 @@ func TestLearnerShell(t *testing.T) {
 			t.Errorf("Read after Close: %v", err)
 		}
 	})
+}
+
+// TestLearnerExec checks that a command run as the learner, without a terminal,
+// is confined as the learner's shell is.
+func TestLearnerExec(t *testing.T) {
+	sb := upSandbox(t, "2x1", Options{})
+	c, err := sb.LearnerExec(context.Background(), "node1", "/bin/sh", "-c",
+		"id -u; echo $PPID; grep ^CapEff /proc/self/status; hostname; ps -e --no-headers | wc -l; pwd") // init, sh, ps, wc
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := fmt.Sprintf("%d\n1\nCapEff:\t0000000000003000\nnode1\n3\n/home/learner\n", sb.LearnerUID())
+	if string(out) != want {
+		t.Errorf("as the learner:\n%s\nwant:\n%s", out, want)
+	}
+	c, _ = sb.LearnerExec(context.Background(), "node1", "/bin/sh", "-c", "exit 7")
+	var ee *exec.ExitError
+	if err := c.Run(); !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Errorf("exit status through the learner init: %v, want 7", err)
+	}
 }
 
 // TestShellRC checks a shell started with an rc file: it runs, sets the

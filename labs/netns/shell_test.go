@@ -362,7 +362,7 @@ func TestLearnerExec(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	want := fmt.Sprintf("%d\n1\nCapEff:\t0000000000003000\nnode1\n3\n/home/learner\n", sb.LearnerUID())
+	want := fmt.Sprintf("%d\n1\nCapEff:\t0000000000003000\nnode1\n4\n/home/learner\n", sb.LearnerUID())
 	if string(out) != want {
 		t.Errorf("as the learner:\n%s\nwant:\n%s", out, want)
 	}

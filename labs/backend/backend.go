@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -93,14 +94,41 @@ func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Durat
 		return nil, err
 	}
 	ne := &netnsEnv{sb: sb, exe: p.Exe}
-	if env.Kind == "gpu" {
-		python, err := exec.LookPath("python3")
-		if err != nil {
-			python = "/usr/bin/python3" // the workload then says that PyTorch is missing
-		}
-		return &gpuEnv{netnsEnv: ne, python: python, inherited: inheritedEnv(os.Environ())}, nil
+	if env.Kind != "gpu" {
+		return ne, nil
 	}
-	return ne, nil
+	ge, err := p.gpuNode(ctx, ne, env.GPUs)
+	if err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = sb.Down(dctx)
+		return nil, err
+	}
+	return ge, nil
+}
+
+// gpuNode makes the sandbox a GPU node with the host's first want GPUs, and checks
+// that CUDA starts there as the learner will use it.
+func (p Local) gpuNode(ctx context.Context, ne *netnsEnv, want int) (*gpuEnv, error) {
+	if want < 1 {
+		want = 1
+	}
+	lab, err := gpu.ForLab(want)
+	if err != nil {
+		return nil, needsGPUNode{err}
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		python = "/usr/bin/python3" // the check then says that PyTorch is missing
+	}
+	if python, err = filepath.Abs(python); err != nil {
+		return nil, err
+	}
+	ge := &gpuEnv{netnsEnv: ne, python: python, inherited: gpuLabEnv(os.Environ(), lab)}
+	if err := probeGPU(ctx, ne.sb, ne.Nodes()[0], python, ge.inherited, want); err != nil {
+		return nil, err
+	}
+	return ge, nil
 }
 
 // Faults lets labs apply and revert faults through the journaled injector.

@@ -95,12 +95,32 @@ func TestGPUFigure(t *testing.T) {
 	}
 }
 
-func TestInheritedEnv(t *testing.T) {
-	got := inheritedEnv([]string{"PATH=/usr/bin", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1",
-		"HOME=/root", "CUDA_VISIBLE_DEVICES=0,1", "LD_LIBRARY_PATH=/opt/lib", "LD_PRELOAD=/x.so", "NCCLX=1"})
-	want := []string{"NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1", "CUDA_VISIBLE_DEVICES=0,1", "LD_LIBRARY_PATH=/opt/lib"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("inheritedEnv = %q, want %q", got, want)
+func TestGPULabEnv(t *testing.T) {
+	host := []string{"PATH=/usr/bin", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1",
+		"HOME=/root", "CUDA_VISIBLE_DEVICES=0,1", "LD_PRELOAD=/x.so", "NCCLX=1"}
+	settings := "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"
+	for _, tt := range []struct {
+		name    string
+		environ []string
+		lab     gpu.LabGPUs
+		want    string
+	}{
+		{"operator's settings; the lab's GPUs replace the host's list", append(host, "LD_LIBRARY_PATH=/opt/lib"),
+			gpu.LabGPUs{UUIDs: []string{"GPU-a", "GPU-b"}},
+			settings + " LD_LIBRARY_PATH=/opt/lib CUDA_VISIBLE_DEVICES=GPU-a,GPU-b"},
+		{"driver directory appended after the operator's path", append(host, "LD_LIBRARY_PATH=/opt/lib"),
+			gpu.LabGPUs{UUIDs: []string{"GPU-a"}, DriverLibDir: "/usr/local/nvidia/lib64"},
+			settings + " LD_LIBRARY_PATH=/opt/lib:/usr/local/nvidia/lib64 CUDA_VISIBLE_DEVICES=GPU-a"},
+		{"driver directory already on the path", append(host, "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/opt/lib"),
+			gpu.LabGPUs{UUIDs: []string{"GPU-a"}, DriverLibDir: "/usr/local/nvidia/lib64"},
+			settings + " LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/opt/lib CUDA_VISIBLE_DEVICES=GPU-a"},
+		{"no library path set", host,
+			gpu.LabGPUs{UUIDs: []string{"GPU-a"}, DriverLibDir: "/usr/lib/x86_64-linux-gnu"},
+			settings + " LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu CUDA_VISIBLE_DEVICES=GPU-a"},
+	} {
+		if got := strings.Join(gpuLabEnv(tt.environ, tt.lab), " "); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
 	}
 }
 

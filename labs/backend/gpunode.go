@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,8 +27,8 @@ type gpuEnv struct {
 	// python is the interpreter with PyTorch that commlab's own PATH finds (often a
 	// virtual environment): the workload and the learner's shell use it.
 	python string
-	// inherited is the operator's GPU settings (inheritedEnv), given to the workload
-	// and the learner's shell, which otherwise start with a clean environment.
+	// inherited is the GPU settings (gpuLabEnv) given to the workload and the
+	// learner's shell, which otherwise start with a clean environment.
 	inherited []string
 }
 
@@ -37,16 +38,37 @@ type gpuEnv struct {
 // CUDA's, and the library path.
 var inheritedPrefixes = []string{"NCCL_", "TORCH_", "NVSHMEM_", "CUDA_", "LD_LIBRARY_PATH="}
 
-// inheritedEnv picks the variables of environ (KEY=VALUE) that GPU programs need.
-func inheritedEnv(environ []string) []string {
+// gpuLabEnv is what a GPU lab's programs get of environ (KEY=VALUE, commlab's own):
+// the operator's GPU settings (inheritedPrefixes), CUDA_VISIBLE_DEVICES naming the
+// lab's GPUs and no others, and the driver's library directory at the end of
+// LD_LIBRARY_PATH (after the operator's), so CUDA finds libcuda.so.1 wherever NVML
+// was found.
+func gpuLabEnv(environ []string, lab gpu.LabGPUs) []string {
 	var out []string
+	libPath := ""
 	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
+			libPath = v
+			continue
+		}
+		if strings.HasPrefix(kv, "CUDA_VISIBLE_DEVICES=") {
+			continue
+		}
 		for _, p := range inheritedPrefixes {
 			if strings.HasPrefix(kv, p) {
 				out = append(out, kv)
 				break
 			}
 		}
+	}
+	if d := lab.DriverLibDir; d != "" && !slices.Contains(filepath.SplitList(libPath), d) {
+		libPath = strings.TrimPrefix(libPath+string(filepath.ListSeparator)+d, string(filepath.ListSeparator))
+	}
+	if libPath != "" {
+		out = append(out, "LD_LIBRARY_PATH="+libPath)
+	}
+	if len(lab.UUIDs) > 0 {
+		out = append(out, "CUDA_VISIBLE_DEVICES="+strings.Join(lab.UUIDs, ","))
 	}
 	return out
 }

@@ -36,6 +36,10 @@ type Scenario struct {
 	Remediation *Remediation         `yaml:"remediation"`
 	Hints       []Hint               `yaml:"hints"`
 	Debrief     string               `yaml:"debrief"`
+	// Solution is a reference walk-through: what a learner who solves the lab types,
+	// and which of those commands they cite. `commlab gpu check` runs it on a GPU
+	// node; like the debrief it never reaches the browser.
+	Solution []SolutionStep `yaml:"solution"`
 
 	// File is the path the scenario was loaded from.
 	File string `yaml:"-"`
@@ -107,6 +111,14 @@ type Remediation struct {
 	Measure  string  `yaml:"measure"` // "workload"
 	MinRatio float64 `yaml:"min_ratio"`
 	Describe string  `yaml:"describe"`
+}
+
+// SolutionStep is one command of a reference walk-through, typed in Node's terminal;
+// Cite marks a command whose output is evidence for the answer.
+type SolutionStep struct {
+	Node string `yaml:"node"`
+	Run  string `yaml:"run"`
+	Cite bool   `yaml:"cite"`
 }
 
 // Hint is a hint with its score cost (a fraction of the total, e.g. 0.1).
@@ -367,6 +379,22 @@ func (v *validator) validate() {
 	}
 	if w := s.Workload; w != nil {
 		v.checkWorkload(w, s.Environment.Kind)
+	}
+	cited := 0
+	for i, st := range s.Solution {
+		at := fmt.Sprintf("$.solution[%d]", i)
+		if strings.TrimSpace(st.Run) == "" || strings.Contains(st.Run, "\n") {
+			v.at(at, "a solution step runs one command line: run is empty or has a newline")
+		}
+		if term := s.Environment.Terminals; nodes != nil && (!contains(nodes, st.Node) || len(term) > 0 && !contains(term, st.Node)) {
+			v.at(at+".node", "node %q has no terminal in this lab", st.Node)
+		}
+		if st.Cite {
+			cited++
+		}
+	}
+	if len(s.Solution) > 0 && cited == 0 {
+		v.at("$.solution", "a solution cites at least one command as evidence (cite: true)")
 	}
 	v.checkRefs("$.diagnosis.location", mapValues(s.Diagnosis.Location)...)
 	v.checkRefs("$.task", s.Task, s.Debrief)

@@ -84,6 +84,9 @@ func TestProblems(t *testing.T) {
 		{"gpu.yaml", "unknown gpu command", "gpu: [pcie, --sizes, 256M]", "gpu: [burn]", "7:8: must start with pcie or nccl-test"},
 		{"gpu.yaml", "a topology of its own", "kind: gpu\n", "kind: gpu\n  topology: 2x1\n", "6:13: topology must be gpu-node"},
 		{"gpu.yaml", "node outside the gpu node", "node: node1\n    params", "node: node2\n    params", "11:11: fault node \"node2\""},
+		{"gpu.yaml", "solution step on no terminal", "  - node: node1\n    run: cat", "  - node: node3\n    run: cat", "26:11: node \"node3\" has no terminal"},
+		{"gpu.yaml", "solution step without a command", "run: cat /sys/fs/cgroup/cpu.stat", "run: ' '", "26:9: a solution step runs one command line"},
+		{"gpu.yaml", "solution citing nothing", "cite: true", "cite: false", "26:3: a solution cites at least one command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

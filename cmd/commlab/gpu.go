@@ -29,7 +29,7 @@ func newGPUCmd(g *globals) *cobra.Command {
 		Long: "Reads the node through NVML (libnvidia-ml.so.1) and sysfs. Without the NVIDIA driver every\n" +
 			"subcommand says so and exits with status 2: GPU labs need a GPU node.",
 	}
-	cmd.AddCommand(newGPUInventoryCmd(), newGPUTopoCmd(), newGPUHealthCmd(), newGPUPCIeCmd(), newGPUNCCLTestCmd())
+	cmd.AddCommand(newGPUInventoryCmd(), newGPUTopoCmd(), newGPUHealthCmd(), newGPUPCIeCmd(), newGPUNCCLTestCmd(), newGPUCheckCmd())
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commlab/commlab/gpu"
 )
@@ -13,7 +14,7 @@ func TestGPUCommandsWithoutDriver(t *testing.T) {
 		n.Close()
 		t.Skip("this host has an NVIDIA driver")
 	}
-	for _, args := range [][]string{{"gpu", "topo"}, {"gpu", "health"}, {"gpu", "inventory"}, {"gpu", "pcie"}, {"gpu", "nccl-test"}} {
+	for _, args := range [][]string{{"gpu", "topo"}, {"gpu", "health"}, {"gpu", "inventory"}, {"gpu", "pcie"}, {"gpu", "nccl-test"}, {"gpu", "check"}} {
 		code := -1
 		old := gpuExit
 		gpuExit = func(c int) { code = c }
@@ -42,5 +43,26 @@ func TestNCCLLogExplain(t *testing.T) {
 	}
 	if _, err := run(t, "nccl-log", "explain", "no-such-file.log"); err == nil || !strings.Contains(err.Error(), "no-such-file.log") {
 		t.Errorf("missing file: err %v", err)
+	}
+}
+
+// TestCheckTable: the GPU check's table aligns its columns and says "-" for no time.
+func TestCheckTable(t *testing.T) {
+	var b strings.Builder
+	rows := []checkRow{
+		{Check: "gpu pcie", Result: "pass", Took: 6100 * time.Millisecond, Figure: "pinned H2D 53.1 GB/s"},
+		{Check: "lab ch10-nvlink-p2p-off", Result: "skip", Figure: "needs 2 GPUs in one node, this node has 1"},
+	}
+	if err := writeCheckTable(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "check                    result  time   figure\n" +
+		"gpu pcie                 pass    6.1 s  pinned H2D 53.1 GB/s\n" +
+		"lab ch10-nvlink-p2p-off  skip    -      needs 2 GPUs in one node, this node has 1\n"
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if got := string(stdoutOnly([]byte("commlab: ran script on 1 GPU(s)\n{\"a\": 1}"))); got != `{"a": 1}` {
+		t.Errorf("stdoutOnly = %q", got)
 	}
 }

@@ -21,8 +21,9 @@ type Report struct {
 	Scenario string
 	// Ready is how long the lab took from start to open terminals; Took the whole walk.
 	Ready, Took time.Duration
-	// Baseline is the workload's healthy figure (0 if the lab measures none).
-	Baseline float64
+	// Baseline is the workload's healthy figure (0 if the lab measures none);
+	// Workload its last figure before grading, with the fault in place.
+	Baseline, Workload float64
 	Result   grader.Result
 	// Steps are the commands typed, with what each printed.
 	Steps []Step
@@ -78,12 +79,25 @@ func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeo
 			cited = append(cited, grader.EvidenceRef{Terminal: st.Node, Seq: cmd.Seq})
 		}
 	}
+	rep.Workload = lastFigure(l)
 	res, err := l.Grade(ctx, grader.Diagnosis{Class: sc.Diagnosis.Class, Location: v.Location(), Evidence: cited})
 	if err != nil {
 		return rep, fmt.Errorf("grade: %w", err)
 	}
 	rep.Result = res
 	return rep, nil
+}
+
+// lastFigure is the workload's most recent figure on the lab's chart, 0 if none.
+func lastFigure(l *session.Lab) float64 {
+	list, _, cancel := l.Samples().Subscribe()
+	cancel()
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].Type == "sample" {
+			return list[i].BusBW
+		}
+	}
+	return 0
 }
 
 func waitReady(ctx context.Context, l *session.Lab, limit time.Duration) error {

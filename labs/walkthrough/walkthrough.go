@@ -24,7 +24,7 @@ type Report struct {
 	// Baseline is the workload's healthy figure (0 if the lab measures none);
 	// Workload its last figure before grading, with the fault in place.
 	Baseline, Workload float64
-	Result   grader.Result
+	Result             grader.Result
 	// Steps are the commands typed, with what each printed.
 	Steps []Step
 }

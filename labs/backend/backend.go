@@ -125,7 +125,7 @@ func (p Local) gpuNode(ctx context.Context, ne *netnsEnv, want int) (*gpuEnv, er
 		return nil, err
 	}
 	ge := &gpuEnv{netnsEnv: ne, python: python, inherited: gpuLabEnv(os.Environ(), lab)}
-	if err := probeGPU(ctx, ne.sb, ne.Nodes()[0], python, ge.inherited, want); err != nil {
+	if err := probeGPU(ctx, ne.sb, ne.Nodes()[0], ge.learnerPath(), python, ge.inherited, want); err != nil {
 		return nil, err
 	}
 	return ge, nil

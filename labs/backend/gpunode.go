@@ -138,15 +138,21 @@ func gpuFigure(w *scenarios.Workload, stdout []byte, log io.Writer) (float64, er
 	return bw, nil
 }
 
-// Shell puts the Python with PyTorch first on the learner's PATH, so that python3 and
-// commlab gpu find the same interpreter as the workload, and sets the operator's GPU
-// settings as the workload gets them.
+// Shell puts the Python with PyTorch and commlab first on the learner's PATH, so that
+// python3 and commlab gpu find the same interpreter as the workload, and sets the
+// operator's GPU settings as the workload gets them.
 func (e *gpuEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
 	for _, kv := range e.inherited {
 		k, v, _ := strings.Cut(kv, "=")
 		rc += fmt.Sprintf("export %s=%s\n", k, shellQuote(v))
 	}
-	return e.netnsEnv.Shell(ctx, node, rc+fmt.Sprintf("export PATH=%s:\"$PATH\"\n", shellQuote(filepath.Dir(e.python))))
+	return e.netnsEnv.Shell(ctx, node, rc+fmt.Sprintf("export PATH=%s:\"$PATH\"\n", shellQuote(e.learnerPath())))
+}
+
+// learnerPath is what a GPU lab puts before the node's PATH: the Python with PyTorch
+// and the commlab binary the chapters call (`commlab gpu pcie`).
+func (e *gpuEnv) learnerPath() string {
+	return filepath.Dir(e.python) + string(filepath.ListSeparator) + filepath.Dir(e.exe)
 }
 
 // shellQuote quotes s for bash: 'it'\”s'.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/commlab/commlab/labs/netns"
@@ -17,11 +16,11 @@ import (
 var ErrGPUUnusable = errors.New("the GPU cannot be used inside the lab")
 
 // gpuProbe runs in the lab node as the learner's shell would run it and prints JSON:
-// which /dev/nvidia* nodes cannot be opened, whether libcuda.so.1 loads, whether
+// where commlab is on the learner's PATH, which /dev/nvidia* nodes cannot be opened, whether libcuda.so.1 loads, whether
 // PyTorch imports, and what CUDA says when it starts.
 const gpuProbe = `
-import glob, json, os, ctypes
-r = {"dev": []}
+import glob, json, os, ctypes, shutil
+r = {"dev": [], "commlab": shutil.which("commlab") or ""}
 for p in sorted(glob.glob("/dev/nvidia*")):
     if os.path.isdir(p):
         continue
@@ -53,14 +52,18 @@ type probeResult struct {
 	Torch   string   `json:"torch"`
 	CUDA    string   `json:"cuda"`
 	Count   int      `json:"count"`
+	Commlab string   `json:"commlab"`
 }
 
 // verdict says why want GPUs cannot be used, or nil if they can.
 func (r probeResult) verdict(want int, python string, env []string) error {
-	if r.Count >= want && r.CUDA == "" && r.Torch == "" {
+	var why []string
+	if r.Commlab == "" {
+		why = append(why, "commlab is not on the learner's PATH (the chapters run `commlab gpu pcie`): install the binary where every user can read it, e.g. /usr/local/bin")
+	}
+	if r.Count >= want && r.CUDA == "" && r.Torch == "" && len(why) == 0 {
 		return nil
 	}
-	var why []string
 	if r.Torch != "" {
 		why = append(why, fmt.Sprintf("PyTorch does not import in %s (%s); commlab's PATH must find the python3 that has PyTorch", python, r.Torch))
 	}
@@ -88,14 +91,14 @@ func (r probeResult) verdict(want int, python string, env []string) error {
 // probeGPU checks, before the learner gets the lab, that CUDA starts from node as a
 // program in the learner's shell would (same uid, namespaces, mounts, cgroup and
 // environment) and sees want GPUs.
-func probeGPU(ctx context.Context, sb *netns.Sandbox, node, python string, env []string, want int) error {
+func probeGPU(ctx context.Context, sb *netns.Sandbox, node, path, python string, env []string, want int) error {
 	c, err := sb.LearnerExec(ctx, node, python, "-c", gpuProbe)
 	if err != nil {
 		return err
 	}
 	for i, kv := range c.Env {
 		if strings.HasPrefix(kv, "PATH=") {
-			c.Env[i] = "PATH=" + filepath.Dir(python) + ":" + strings.TrimPrefix(kv, "PATH=")
+			c.Env[i] = "PATH=" + path + ":" + strings.TrimPrefix(kv, "PATH=")
 		}
 	}
 	c.Env = append(c.Env, env...)

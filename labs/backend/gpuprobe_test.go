@@ -23,9 +23,10 @@ func TestProbeVerdict(t *testing.T) {
 		r    probeResult
 		want []string // empty: usable
 	}{
-		{"usable", probeResult{Count: 1}, nil},
-		{"two GPUs needed, one seen", probeResult{Count: 1}, []string{"CUDA sees 1 GPU(s) in the lab, the lab needs 2"}},
-		{"no PyTorch", probeResult{Torch: "ModuleNotFoundError: No module named 'torch'"},
+		{"usable", probeResult{Count: 1, Commlab: "/usr/local/bin/commlab"}, nil},
+		{"two GPUs needed, one seen", probeResult{Count: 1, Commlab: "/usr/local/bin/commlab"}, []string{"CUDA sees 1 GPU(s) in the lab, the lab needs 2"}},
+		{"commlab not reachable", probeResult{Count: 1}, []string{"commlab is not on the learner's PATH"}},
+		{"no PyTorch", probeResult{Commlab: "/opt/commlab/commlab", Torch: "ModuleNotFoundError: No module named 'torch'"},
 			[]string{"PyTorch does not import in /usr/bin/python3 (ModuleNotFoundError: No module named 'torch')"}},
 		{"CUDA refuses, as under the host's /proc", probeResult{CUDA: "cudaGetDeviceCount() ... Error 304: OS call failed or operation not supported on this OS",
 			LibCUDA: "libcuda.so.1: cannot open shared object file: No such file or directory", Dev: []string{"/dev/nvidia0: Permission denied"}},
@@ -81,7 +82,7 @@ func TestProbeGPUAsLearner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Down(ctx)
-	err = probeGPU(ctx, sb, sb.Plan().Nodes[0].Name, python, []string{"CUDA_VISIBLE_DEVICES=GPU-none"}, 1)
+	err = probeGPU(ctx, sb, sb.Plan().Nodes[0].Name, "/nonexistent", python, []string{"CUDA_VISIBLE_DEVICES=GPU-none"}, 1)
 	if !errors.Is(err, ErrGPUUnusable) {
 		t.Fatalf("probe on a host without a usable GPU: %v", err)
 	}

@@ -217,6 +217,11 @@ func gpuLabChecks(ctx context.Context, outDir string, gpus int, only []string, p
 		default:
 			row.Result = "pass"
 			row.Figure = fmt.Sprintf("ready in %.0f s; score %.2f", rep.Ready.Seconds(), rep.Result.Score)
+			for _, c := range rep.Result.Criteria {
+				if c.Earned < c.Weight {
+					row.Figure += fmt.Sprintf(" (%s %.2f/%.2f: %s)", c.Name, c.Earned, c.Weight, c.Detail)
+				}
+			}
 			if w := sc.Workload; w != nil && rep.Workload > 0 {
 				row.Figure += fmt.Sprintf("; %s %.2f GB/s with the fault", w.Metric, rep.Workload)
 				if rep.Baseline > 0 {
@@ -248,6 +253,7 @@ func walkLab(ctx context.Context, exe, dir string, sc *scenarios.Scenario) (walk
 		fmt.Fprintf(&transcript, "learner@%s:~$ %s\n%s\n[exit %d]\n", st.Node, st.Line, st.Output, st.Exit)
 	}
 	_ = os.WriteFile(filepath.Join(dir, "transcript.txt"), []byte(transcript.String()), 0o644)
+	fmt.Fprint(os.Stderr, transcript.String())
 	if left, lerr := inj.List(); lerr == nil && len(left) > 0 {
 		err = errors.Join(err, fmt.Errorf("%d fault(s) left in the journal after the lab", len(left)))
 	}

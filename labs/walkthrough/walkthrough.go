@@ -44,7 +44,7 @@ type Timeouts struct {
 // Run walks through variant in a lab started with cfg, and always stops the lab
 // before it returns. The error says which phase failed; a wrong grade is not an
 // error (see Report.Result.Passed).
-func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeouts) (Report, error) {
+func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeouts) (rep Report, err error) {
 	if to.Start == 0 {
 		to.Start = 5 * time.Minute
 	}
@@ -52,7 +52,7 @@ func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeo
 		to.Command = 3 * time.Minute
 	}
 	sc := v.Scenario
-	rep := Report{Scenario: sc.ID}
+	rep.Scenario = sc.ID
 	if len(sc.Solution) == 0 {
 		return rep, fmt.Errorf("scenario %s has no solution to walk through", sc.ID)
 	}

@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 
 WEB_DIST := web/static/dist/lab.js
 
-.PHONY: run build web test bench lint deps-run deps-test deps-bench
+.PHONY: run build web test bench lint gpu-check deps-run deps-test deps-bench
 
 build: $(WEB_DIST)
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/commlab
@@ -29,6 +29,11 @@ test: deps-test build lint
 bench: deps-test deps-bench build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	@set -e; for s in scripts/bench-*.sh; do echo "== $$s"; "$$s"; done
+
+# On a GPU node, as root: every gpu command and every GPU-node lab end to end, in one
+# table (docs/gpu-validation.md). commlab must be readable by the learner uid.
+gpu-check: build
+	./$(BIN) gpu check --out artifacts/gpu-check
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -130,6 +130,9 @@ func gpuCommandChecks(ctx context.Context, outDir string, progress io.Writer) []
 					return "", err
 				}
 				bw, err := nccl.AvgBusBW(b)
+				if err == nil && bw == 0 {
+					return "avg busbw 0.00 GB/s (one rank: no bytes cross between GPUs)", nil
+				}
 				return fmt.Sprintf("avg busbw %.2f GB/s", bw), err
 			}},
 		{"nccl-log explain", []string{"nccl-log", "explain", ncclLog}, nil, func(b []byte) (string, error) {

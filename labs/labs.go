@@ -51,9 +51,10 @@ type ShellOptions struct {
 	// environment's own profile (prompt, recording hooks). The learner can
 	// read it but not change it.
 	RC string
-	// ReadOnlyBinds show host directories inside the shell, read-only, over
-	// existing directories: {source, target}. Labs use it to put a node's
-	// /etc/profile.d (where a fault may hide variables) where a learner looks.
+	// ReadOnlyBinds show host directories or files inside the shell, read-only,
+	// over existing ones of the same kind: {source, target}. Labs use it to put a
+	// node's /etc/profile.d (where a fault may hide variables) and the sandbox's
+	// hosts file (/etc/hosts) where a learner looks.
 	ReadOnlyBinds [][2]string
 	// MountNS, if set, is a mount namespace file the shell starts from, so
 	// the learner sees what the node's workloads see (e.g. a private /dev/shm

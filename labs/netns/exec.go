@@ -67,7 +67,7 @@ type spawnSpec struct {
 	hostname string        // if set, a new UTS namespace with this hostname
 	hide     []string      // if learner: directories covered by an empty tmpfs
 	binds    [][2]string   // if learner: bind mounts (source, target)
-	roBinds  [][2]string   // if learner: read-only bind mounts (source, target)
+	roBinds  [][2]string   // if learner: read-only bind mounts (source, target; directories or files)
 	scratch  [][2]string   // if learner: private writable tmpfs (path, size)
 	learner  bool          // private mounts, fresh /sys, no_new_privs, tight bounding set
 	group    *cgroup.Group // cgroup the process runs in
@@ -164,7 +164,7 @@ func learnerMounts(sp spawnSpec) error {
 		}
 	}
 	for _, b := range sp.roBinds {
-		if !isDir(b[0]) || !isDir(b[1]) {
+		if !sameKind(b[0], b[1]) {
 			continue
 		}
 		if err := unix.Mount(b[0], b[1], "", unix.MS_BIND, ""); err != nil {
@@ -328,6 +328,17 @@ func mountCgroupViews(views []cgroupView) error {
 		}
 	}
 	return nil
+}
+
+// sameKind reports whether src and dst both exist and are both directories or both
+// regular files: what a bind mount of src on dst needs (/etc/hosts is a file).
+func sameKind(src, dst string) bool {
+	a, err1 := os.Stat(src)
+	b, err2 := os.Stat(dst)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return a.IsDir() && b.IsDir() || a.Mode().IsRegular() && b.Mode().IsRegular()
 }
 
 func isDir(p string) bool {

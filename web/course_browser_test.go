@@ -238,3 +238,57 @@ func TestBrowserQuizAndProgress(t *testing.T) {
 	}
 	must("english chapter", chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/course/ch01"), chromedp.WaitVisible(`article .note`)))
 }
+
+// TestBrowserChaptersAt390px: on a 390 px wide phone no written chapter, nor the
+// index, scrolls sideways (wide tables and code blocks scroll inside themselves),
+// and the contents fold under the title instead of filling the first screen.
+func TestBrowserChaptersAt390px(t *testing.T) {
+	hs, lib, _ := courseServer(t)
+	ctx := browser(t, 240*time.Second)
+	must := func(step string, err error) {
+		t.Helper()
+		if err != nil {
+			screenshot(ctx, t, "failed-"+step)
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	must("viewport", chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)))
+	pages := []string{"/course"}
+	for _, ch := range lib.Course().Chapters() {
+		if ch.Written() {
+			pages = append(pages, "/course/"+ch.ID)
+		}
+	}
+	// The widest element sticking out names the culprit when a page overflows.
+	const widest = `(() => { let w = null, r = innerWidth; for (const e of document.querySelectorAll('body *')) { const x = e.getBoundingClientRect().right; if (x > r) { r = x; w = e; } } return w ? w.tagName + '.' + w.className + ' ends at ' + Math.round(r) : ''; })()`
+	for _, p := range pages {
+		must(p, chromedp.Do(ctx, chromedp.Navigate(hs.URL+p), chromedp.WaitVisible(`main`)))
+		sw, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scrollingElement.scrollWidth`))
+		must(p+" width", err)
+		iw, err := chromedp.Run(ctx, chromedp.Evaluate[int](`innerWidth`))
+		must(p+" innerWidth", err)
+		if iw != 390 || sw > iw {
+			who, _ := chromedp.Run(ctx, chromedp.Evaluate[string](widest))
+			t.Errorf("%s at 390 px: scrollWidth %d, innerWidth %d, want both 390 (widest: %s)", p, sw, iw, who)
+			screenshot(ctx, t, "overflow-"+strings.ReplaceAll(strings.Trim(p, "/"), "/", "-"))
+		}
+		if p == "/course" {
+			continue
+		}
+		// Contents: the side column is hidden, the folded list sits under the title, closed.
+		toc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('aside.toc')).display + ' ' + document.querySelector('details.toc-inline').open + ' ' + Math.round(document.querySelector('details.toc-inline').getBoundingClientRect().height)`))
+		must(p+" toc", err)
+		if f := strings.Fields(toc); f[0] != "none" || f[1] != "false" || len(f[2]) > 2 {
+			t.Errorf("%s at 390 px: contents (side display, folded open, folded height) = %s; want none, false, one line", p, toc)
+		}
+	}
+	must("ch01 narrow", chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/course/ch01"), chromedp.WaitVisible(`article h1`)))
+	screenshot(ctx, t, "chapter1-390px")
+	must("ch01 wide", chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(hs.URL+"/course/ch01"), chromedp.WaitVisible(`article h1`)))
+	screenshot(ctx, t, "chapter1-1366px")
+	side, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('aside.toc')).display + ' ' + getComputedStyle(document.querySelector('details.toc-inline')).display`))
+	must("wide toc", err)
+	if side != "block none" {
+		t.Errorf("at 1366 px the contents (side, folded) display as %q, want the side column only", side)
+	}
+}

@@ -207,9 +207,9 @@ func (s *Server) quizResult(c *gin.Context) {
 }
 
 type progressData struct {
-	Course   *course.Course
-	Progress map[string]chapterStatus
-	Labs     map[string][]labLink // by chapter ID
+	Course                                           *course.Course
+	Progress                                         map[string]chapterStatus
+	Labs                                             map[string][]labLink // by chapter ID
 	Studied, Written, Quizzes, LabsPassed, LabsTotal int
 }
 

@@ -304,7 +304,7 @@ func TestEnglish(t *testing.T) {
 	c := newClient()
 	e.do(c, "GET", "/lang/en?next=/course", nil)
 	_, body, _ := e.do(c, "GET", "/course", nil)
-	if !strings.Contains(body, "in progress") || !strings.Contains(body, `lang="en"`) {
+	if !strings.Contains(body, "not yet written") || !strings.Contains(body, `lang="en"`) {
 		t.Error("English UI not applied")
 	}
 }

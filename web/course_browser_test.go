@@ -221,6 +221,15 @@ func TestBrowserQuizAndProgress(t *testing.T) {
 		t.Errorf("continue link = %q, want /course/ch08", cont.Value)
 	}
 
+	// The learner's own pages fit a phone too.
+	must("narrow", chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)))
+	for _, p := range []string{"/progress", "/course/ch01/quiz", "/course"} {
+		must(p, chromedp.Do(ctx, chromedp.Navigate(hs.URL+p), chromedp.WaitVisible(`main`)))
+		checkNarrow(ctx, t, p)
+	}
+	screenshot(ctx, t, "index-390px")
+	must("wide", chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))
+
 	// The register and login forms send a logged-in learner on.
 	for _, form := range []string{"/register", "/login"} {
 		must("form "+form, chromedp.Do(ctx, chromedp.Navigate(hs.URL+form), chromedp.WaitVisible(`ol.modules`)))
@@ -237,6 +246,26 @@ func TestBrowserQuizAndProgress(t *testing.T) {
 		t.Errorf("English index: module 1 %q, note %q", mod1, note)
 	}
 	must("english chapter", chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/course/ch01"), chromedp.WaitVisible(`article .note`)))
+}
+
+// checkNarrow fails the test when the page in ctx, emulated 390 px wide, scrolls
+// sideways, and names the element sticking out furthest.
+func checkNarrow(ctx context.Context, t *testing.T, page string) {
+	t.Helper()
+	const widest = `(() => { let w = null, r = innerWidth; for (const e of document.querySelectorAll('body *')) { const x = e.getBoundingClientRect().right; if (x > r) { r = x; w = e; } } return w ? w.tagName + '.' + w.className + ' ends at ' + Math.round(r) : ''; })()`
+	sw, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scrollingElement.scrollWidth`))
+	if err != nil {
+		t.Fatalf("%s: %v", page, err)
+	}
+	iw, err := chromedp.Run(ctx, chromedp.Evaluate[int](`innerWidth`))
+	if err != nil {
+		t.Fatalf("%s: %v", page, err)
+	}
+	if iw != 390 || sw > iw {
+		who, _ := chromedp.Run(ctx, chromedp.Evaluate[string](widest))
+		t.Errorf("%s at 390 px: scrollWidth %d, innerWidth %d, want both 390 (widest: %s)", page, sw, iw, who)
+		screenshot(ctx, t, "overflow-"+strings.NewReplacer("/", "-", "?", "-").Replace(strings.Trim(page, "/")))
+	}
 }
 
 // TestBrowserChaptersAt390px: on a 390 px wide phone no written chapter, nor the
@@ -259,19 +288,9 @@ func TestBrowserChaptersAt390px(t *testing.T) {
 			pages = append(pages, "/course/"+ch.ID)
 		}
 	}
-	// The widest element sticking out names the culprit when a page overflows.
-	const widest = `(() => { let w = null, r = innerWidth; for (const e of document.querySelectorAll('body *')) { const x = e.getBoundingClientRect().right; if (x > r) { r = x; w = e; } } return w ? w.tagName + '.' + w.className + ' ends at ' + Math.round(r) : ''; })()`
 	for _, p := range pages {
 		must(p, chromedp.Do(ctx, chromedp.Navigate(hs.URL+p), chromedp.WaitVisible(`main`)))
-		sw, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scrollingElement.scrollWidth`))
-		must(p+" width", err)
-		iw, err := chromedp.Run(ctx, chromedp.Evaluate[int](`innerWidth`))
-		must(p+" innerWidth", err)
-		if iw != 390 || sw > iw {
-			who, _ := chromedp.Run(ctx, chromedp.Evaluate[string](widest))
-			t.Errorf("%s at 390 px: scrollWidth %d, innerWidth %d, want both 390 (widest: %s)", p, sw, iw, who)
-			screenshot(ctx, t, "overflow-"+strings.ReplaceAll(strings.Trim(p, "/"), "/", "-"))
-		}
+		checkNarrow(ctx, t, p)
 		if p == "/course" {
 			continue
 		}

@@ -63,7 +63,7 @@ var messages = map[string]pair{
 	"course.read":      {"已读", "read"},
 	"course.studied":   {"已学", "studied"},
 	"course.toc":       {"本章目录", "On this page"},
-	"course.wip":       {"编写中", "in progress"},
+	"course.wip":       {"编写中", "not yet written"},
 	"course.zhonly":    {"课程正文目前只有中文。", "The course text is in Chinese for now; menus, buttons and messages are in English."},
 
 	// Chapter quiz and its result page

@@ -26,6 +26,7 @@ const (
 // Course is a loaded, rendered course. It is immutable once loaded.
 type Course struct {
 	Title   string
+	TitleEN string
 	Modules []*Module
 	// Assets serves the files under assets/ (images, diagrams).
 	Assets fs.FS
@@ -37,21 +38,42 @@ type Course struct {
 
 // Module is one of the course's six parts.
 type Module struct {
-	ID       int
-	Title    string
-	Summary  string
-	Chapters []*Chapter
+	ID                 int
+	Title, TitleEN     string
+	Summary, SummaryEN string
+	Chapters           []*Chapter
+}
+
+// TitleIn is the course title in the UI language lang ("en" or Chinese).
+func (c *Course) TitleIn(lang string) string { return inLang(lang, c.Title, c.TitleEN) }
+
+// TitleIn is the module title in the UI language lang.
+func (m *Module) TitleIn(lang string) string { return inLang(lang, m.Title, m.TitleEN) }
+
+// SummaryIn is the module summary in the UI language lang.
+func (m *Module) SummaryIn(lang string) string { return inLang(lang, m.Summary, m.SummaryEN) }
+
+// TitleIn is the chapter title in the UI language lang. The chapter text itself is
+// Chinese only for now.
+func (ch *Chapter) TitleIn(lang string) string { return inLang(lang, ch.Title, ch.TitleEN) }
+
+func inLang(lang, zh, en string) string {
+	if lang == "en" && en != "" {
+		return en
+	}
+	return zh
 }
 
 // Chapter is one chapter. A chapter listed in the manifest without a file is not yet
 // written: it has no HTML and is shown as 编写中.
 type Chapter struct {
-	ID     string
-	Title  string
-	Module int
-	Order  int
-	Labs   []string
-	File   string // path inside the content tree; empty when not written
+	ID      string
+	Title   string
+	TitleEN string
+	Module  int
+	Order   int
+	Labs    []string
+	File    string // path inside the content tree; empty when not written
 
 	HTML template.HTML
 	TOC  []Heading
@@ -128,13 +150,17 @@ func (ps *Problems) addErr(file string, err error) {
 
 type manifest struct {
 	Title   string `yaml:"title"`
+	TitleEN string `yaml:"title_en"`
 	Modules []struct {
-		ID       int    `yaml:"id"`
-		Title    string `yaml:"title"`
-		Summary  string `yaml:"summary"`
-		Chapters []struct {
-			ID    string `yaml:"id"`
-			Title string `yaml:"title"`
+		ID        int    `yaml:"id"`
+		Title     string `yaml:"title"`
+		TitleEN   string `yaml:"title_en"`
+		Summary   string `yaml:"summary"`
+		SummaryEN string `yaml:"summary_en"`
+		Chapters  []struct {
+			ID      string `yaml:"id"`
+			Title   string `yaml:"title"`
+			TitleEN string `yaml:"title_en"`
 		} `yaml:"chapters"`
 	} `yaml:"modules"`
 }
@@ -158,7 +184,7 @@ func Load(fsys fs.FS, opts Options) (*Course, Problems) {
 		probs.add(AssetDir, 0, "%v", err)
 		return nil, probs
 	}
-	c := &Course{Title: m.Title, Assets: assets, byID: map[string]*Chapter{}}
+	c := &Course{Title: m.Title, TitleEN: m.TitleEN, Assets: assets, byID: map[string]*Chapter{}}
 	if m.Title == "" {
 		probs.add(ManifestFile, 1, "the course has no title")
 	}
@@ -168,7 +194,7 @@ func Load(fsys fs.FS, opts Options) (*Course, Problems) {
 			probs.add(ManifestFile, lineOf(data, fmt.Sprintf("id: %d", mm.ID), 2), "duplicate module id %d", mm.ID)
 		}
 		seenModule[mm.ID] = true
-		mod := &Module{ID: mm.ID, Title: mm.Title, Summary: mm.Summary}
+		mod := &Module{ID: mm.ID, Title: mm.Title, TitleEN: mm.TitleEN, Summary: mm.Summary, SummaryEN: mm.SummaryEN}
 		for i, mc := range mm.Chapters {
 			if _, dup := c.byID[mc.ID]; dup {
 				probs.add(ManifestFile, lineOf(data, "id: "+mc.ID, 2), "duplicate chapter id %q", mc.ID)
@@ -178,7 +204,7 @@ func Load(fsys fs.FS, opts Options) (*Course, Problems) {
 				probs.add(ManifestFile, lineOf(data, "id: "+mc.ID, 1), "chapter id %q: use lower-case letters, digits and '-'", mc.ID)
 				continue
 			}
-			ch := &Chapter{ID: mc.ID, Title: mc.Title, Module: mm.ID, Order: i + 1}
+			ch := &Chapter{ID: mc.ID, Title: mc.Title, TitleEN: mc.TitleEN, Module: mm.ID, Order: i + 1}
 			mod.Chapters = append(mod.Chapters, ch)
 			c.byID[ch.ID] = ch
 			c.ordered = append(c.ordered, ch)

@@ -10,11 +10,20 @@ declare -A cmd_of=(
   [nginx-light]=nginx [wrk]=wrk [openmpi-bin]=mpirun [libopenmpi-dev]=mpicc [gcc]=gcc
   [nodejs]=node [npm]=npm
 )
+# A package without a command (a font) is checked with dpkg.
+installed() {
+  local c=${cmd_of[$1]:-}
+  if [ -z "$c" ]; then
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
+    return
+  fi
+  command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ]
+}
 pkgs=()
 for group in "$@"; do
   case "$group" in
     run)   pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm) ;;
-    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm chromium) ;;
+    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm chromium fonts-noto-cjk) ;; # CJK font: readable screenshots
     bench) pkgs+=(nginx-light wrk openmpi-bin libopenmpi-dev gcc) ;; # Open MPI: scripts/bench-collective.sh
     *) echo "deps.sh: unknown group '$group' (want run, test or bench)" >&2; exit 2 ;;
   esac
@@ -22,8 +31,7 @@ done
 
 missing=()
 for p in $(printf '%s\n' "${pkgs[@]}" | sort -u); do
-  c=${cmd_of[$p]}
-  command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ] || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

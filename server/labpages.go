@@ -277,7 +277,7 @@ func (s *Server) labSubmit(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.store.RecordLab(c.Request.Context(), l.Learner, l.Variant.Scenario.Chapter, res.Score, res.Passed); err != nil {
+	if err := s.store.RecordLab(c.Request.Context(), l.Learner, l.Variant.Scenario.Chapter, l.Variant.Scenario.ID, res.Score, res.Passed); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -80,3 +80,14 @@ func (pc *pageCache) get(c *course.Course, key string, build func() ([]byte, err
 	pc.mu.Unlock()
 	return b, nil
 }
+
+// anonOnly sends a logged-in visitor of the login or register form on to where the
+// form would have taken them: the page named by next, or the course index.
+func (s *Server) anonOnly(c *gin.Context) {
+	if userOf(c) != nil {
+		c.Redirect(http.StatusFound, safeNext(c.Query("next")))
+		c.Abort()
+		return
+	}
+	c.Next()
+}

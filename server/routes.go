@@ -33,13 +33,14 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/course/assets/*path", s.asset)
 	r.POST("/course/:id/read", s.requireUser, s.markRead)
 	r.POST("/course/:id/quiz", s.requireUser, s.submitQuiz)
+	r.GET("/course/:id/quiz", s.requireUser, s.quizResult)
 	r.GET("/progress", s.requireUser, s.progress)
 
 	s.labRoutes(r)
 
-	r.GET("/login", s.loginPage)
+	r.GET("/login", s.anonOnly, s.loginPage)
 	r.POST("/login", s.login)
-	r.GET("/register", s.registerPage)
+	r.GET("/register", s.anonOnly, s.registerPage)
 	r.POST("/register", s.register)
 	r.POST("/logout", s.logout)
 	return r

@@ -190,10 +190,15 @@ func TestAccountAndProgress(t *testing.T) {
 		t.Error("index lacks the read mark after marking ch01 read")
 	}
 
-	// Quiz: one right, one wrong -> 50 % -> passes at 0.5, explanations shown.
-	code, body, _ = e.do(alice, "POST", "/course/ch01/quiz", url.Values{"csrf_token": {tok}, "q.q1": {"1"}, "q.q2": {"100"}})
+	// Quiz: one right, one wrong -> 50 % -> passes at 0.5; the post redirects to
+	// the result page, which shows the explanations and can be reloaded.
+	code, _, hdr := e.do(alice, "POST", "/course/ch01/quiz", url.Values{"csrf_token": {tok}, "q.q1": {"1"}, "q.q2": {"100"}})
+	if code != http.StatusSeeOther || hdr.Get("Location") != "/course/ch01/quiz" {
+		t.Fatalf("quiz: %d, Location %q; want 303 to /course/ch01/quiz", code, hdr.Get("Location"))
+	}
+	code, body, _ = e.do(alice, "GET", "/course/ch01/quiz", nil)
 	if code != 200 || !strings.Contains(body, "因为 y") || !strings.Contains(body, "50%") {
-		t.Fatalf("quiz: %d\n%s", code, body)
+		t.Fatalf("quiz result: %d\n%s", code, body)
 	}
 	prog, err := e.store.Progress(context.Background(), u.ID)
 	if err != nil {
@@ -202,7 +207,7 @@ func TestAccountAndProgress(t *testing.T) {
 	if p := prog["ch01"]; !p.Read || !p.QuizPassed || p.QuizScore != 0.5 {
 		t.Errorf("progress = %+v", p)
 	}
-	if code, body, _ := e.do(alice, "GET", "/progress", nil); code != 200 || !strings.Contains(body, "已读 1 / 1 章") {
+	if code, body, _ := e.do(alice, "GET", "/progress", nil); code != 200 || !strings.Contains(body, "已学 1 / 1 章") {
 		t.Errorf("progress page: %d", code)
 	}
 
@@ -227,8 +232,14 @@ func TestLogin(t *testing.T) {
 	if code != http.StatusSeeOther || h.Get("Location") != "/course/ch01" {
 		t.Errorf("login: %d %s", code, h.Get("Location"))
 	}
+	// Logged in, the forms send the learner on instead of showing themselves.
+	for _, tt := range []struct{ path, want string }{{"/login", "/course"}, {"/register", "/course"}, {"/login?next=/progress", "/progress"}} {
+		if code, _, h := e.do(c, "GET", tt.path, nil); code != http.StatusFound || h.Get("Location") != tt.want {
+			t.Errorf("logged in, GET %s: %d to %q; want 302 to %s", tt.path, code, h.Get("Location"), tt.want)
+		}
+	}
 	// Attempts 4 and 5: the burst of 4 is spent, the limiter answers 429 with Retry-After.
-	tok = e.csrf(c, "/login") // the token is now bound to the new session
+	tok = e.csrf(c, "/course/ch01") // the token is now bound to the new session
 	e.do(c, "POST", "/login", url.Values{"csrf_token": {tok}, "email": {"x@example.com"}, "password": {"whatever123"}})
 	code, _, h = e.do(c, "POST", "/login", url.Values{"csrf_token": {tok}, "email": {"x@example.com"}, "password": {"whatever123"}})
 	if code != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
@@ -293,7 +304,7 @@ func TestEnglish(t *testing.T) {
 	c := newClient()
 	e.do(c, "GET", "/lang/en?next=/course", nil)
 	_, body, _ := e.do(c, "GET", "/course", nil)
-	if !strings.Contains(body, "in progress") || !strings.Contains(body, `lang="en"`) {
+	if !strings.Contains(body, "not yet written") || !strings.Contains(body, `lang="en"`) {
 		t.Error("English UI not applied")
 	}
 }

@@ -62,7 +62,10 @@ func screenshot(ctx context.Context, t *testing.T, name string) {
 	_ = os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 }
 
-func TestBrowserReadChapterOne(t *testing.T) {
+// courseServer serves the embedded course and catalogue on a fresh SQLite store,
+// without labs (the lab tests start real ones).
+func courseServer(t *testing.T) (*httptest.Server, *course.Library, store.Store) {
+	t.Helper()
 	cat, _ := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{})
 	lib, err := course.NewLibrary(course.Embedded(), course.Options{LabExists: func(id string) bool { _, ok := cat.Get(id); return ok }})
 	if err != nil {
@@ -72,13 +75,18 @@ func TestBrowserReadChapterOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	srv, err := server.New(server.Config{}, server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { st.Close() })
+	srv, err := server.New(server.Config{}, server.Deps{Library: lib, Store: st, Scenarios: cat, Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
+	t.Cleanup(hs.Close)
+	return hs, lib, st
+}
+
+func TestBrowserReadChapterOne(t *testing.T) {
+	hs, lib, _ := courseServer(t)
 	ch1, _ := lib.Course().Chapter("ch01")
 
 	ctx := browser(t, 90*time.Second)

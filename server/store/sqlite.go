@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -478,17 +479,22 @@ func checkScore(score float64) error {
 	return nil
 }
 
+// execer is what upsertProgress writes through: the writer pool or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // upsertProgress inserts the (user, chapter) row with the given values, or
 // merges them into the existing row with onConflict. One statement, so
 // concurrent recorders cannot lose each other's updates.
-func (s *SQLite) upsertProgress(ctx context.Context, what string, userID int64, chapterID string, cols string, vals []any, onConflict string) error {
+func upsertProgress(ctx context.Context, db execer, what string, userID int64, chapterID string, cols string, vals []any, onConflict string) error {
 	if err := checkChapter(chapterID); err != nil {
 		return fmt.Errorf("%s for user %d: %w", what, userID, err)
 	}
 	args := append([]any{userID, chapterID, toDB(now())}, vals...)
 	q := "INSERT INTO progress (user_id, chapter_id, updated_at, " + cols + ") VALUES (?, ?, ?" + strings.Repeat(", ?", len(vals)) + ")" +
 		" ON CONFLICT (user_id, chapter_id) DO UPDATE SET updated_at = excluded.updated_at, " + onConflict
-	if _, err := s.w.ExecContext(ctx, q, args...); err != nil {
+	if _, err := db.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("%s for user %d chapter %s: %w", what, userID, chapterID, userMissing(err, userID))
 	}
 	return nil
@@ -496,49 +502,120 @@ func (s *SQLite) upsertProgress(ctx context.Context, what string, userID int64, 
 
 // MarkRead implements Store.
 func (s *SQLite) MarkRead(ctx context.Context, userID int64, chapterID string) error {
-	return s.upsertProgress(ctx, "mark read", userID, chapterID, "is_read", []any{1}, "is_read = 1")
+	return upsertProgress(ctx, s.w, "mark read", userID, chapterID, "is_read", []any{1}, "is_read = 1")
 }
 
 // RecordQuiz implements Store.
-func (s *SQLite) RecordQuiz(ctx context.Context, userID int64, chapterID string, score float64, passed bool) error {
+func (s *SQLite) RecordQuiz(ctx context.Context, userID int64, chapterID string, score float64, passed bool, answers Answers) error {
 	if err := checkScore(score); err != nil {
 		return fmt.Errorf("record quiz for user %d chapter %s: %w", userID, chapterID, err)
 	}
-	return s.upsertProgress(ctx, "record quiz", userID, chapterID, "quiz_score, quiz_passed", []any{score, passed},
-		"quiz_score = MAX(quiz_score, excluded.quiz_score), quiz_passed = MAX(quiz_passed, excluded.quiz_passed)")
+	given, err := json.Marshal(answers)
+	if err != nil {
+		return fmt.Errorf("record quiz for user %d chapter %s: %w", userID, chapterID, err)
+	}
+	return upsertProgress(ctx, s.w, "record quiz", userID, chapterID, "quiz_score, quiz_passed, quiz_answers", []any{score, passed, string(given)},
+		"quiz_score = MAX(quiz_score, excluded.quiz_score), quiz_passed = MAX(quiz_passed, excluded.quiz_passed), quiz_answers = excluded.quiz_answers")
 }
 
-// RecordLab implements Store.
-func (s *SQLite) RecordLab(ctx context.Context, userID int64, chapterID string, score float64, passed bool) error {
+// RecordLab implements Store. The lab's row and the chapter's summary change
+// in one transaction.
+func (s *SQLite) RecordLab(ctx context.Context, userID int64, chapterID, labID string, score float64, passed bool) (err error) {
 	if err := checkScore(score); err != nil {
 		return fmt.Errorf("record lab for user %d chapter %s: %w", userID, chapterID, err)
 	}
-	return s.upsertProgress(ctx, "record lab", userID, chapterID, "lab_score, lab_passed, lab_attempts", []any{score, passed, 1},
-		"lab_score = MAX(lab_score, excluded.lab_score), lab_passed = MAX(lab_passed, excluded.lab_passed), lab_attempts = lab_attempts + 1")
+	if labID == "" || len(labID) > maxChapterID {
+		return fmt.Errorf("record lab for user %d: %w: lab ID %q must be 1 to %d bytes", userID, ErrInvalid, labID, maxChapterID)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record lab for user %d lab %s: %w", userID, labID, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err := upsertProgress(ctx, tx, "record lab", userID, chapterID, "lab_score, lab_passed, lab_attempts", []any{score, passed, 1},
+		"lab_score = MAX(lab_score, excluded.lab_score), lab_passed = MAX(lab_passed, excluded.lab_passed), lab_attempts = lab_attempts + 1"); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO lab_progress (user_id, lab_id, chapter_id, score, passed, attempts, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?)"+
+		" ON CONFLICT (user_id, lab_id) DO UPDATE SET score = MAX(score, excluded.score), passed = MAX(passed, excluded.passed),"+
+		" attempts = attempts + 1, chapter_id = excluded.chapter_id, updated_at = excluded.updated_at",
+		userID, labID, chapterID, score, passed, toDB(now())); err != nil {
+		return fmt.Errorf("record lab for user %d lab %s: %w", userID, labID, userMissing(err, userID))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record lab for user %d lab %s: commit: %w", userID, labID, err)
+	}
+	return nil
 }
 
-// Progress implements Store.
+// Progress implements Store. Both queries read one snapshot.
 func (s *SQLite) Progress(ctx context.Context, userID int64) (map[string]Progress, error) {
-	rows, err := s.r.QueryContext(ctx,
-		"SELECT chapter_id, is_read, quiz_passed, quiz_score, lab_passed, lab_score, lab_attempts, updated_at FROM progress WHERE user_id = ?", userID)
+	tx, err := s.r.BeginTx(ctx, nil) // the reader pool is query_only
 	if err != nil {
 		return nil, fmt.Errorf("progress of user %d: %w", userID, err)
+	}
+	defer tx.Rollback()
+	out, err := chapterProgress(ctx, tx, userID)
+	if err != nil {
+		return nil, fmt.Errorf("progress of user %d: %w", userID, err)
+	}
+	if err := addLabProgress(ctx, tx, userID, out); err != nil {
+		return nil, fmt.Errorf("lab progress of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+func chapterProgress(ctx context.Context, tx *sql.Tx, userID int64) (map[string]Progress, error) {
+	rows, err := tx.QueryContext(ctx,
+		"SELECT chapter_id, is_read, quiz_passed, quiz_score, quiz_answers, lab_passed, lab_score, lab_attempts, updated_at FROM progress WHERE user_id = ?", userID)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	out := map[string]Progress{}
 	for rows.Next() {
 		var p Progress
+		var answers string
 		var updated int64
-		if err := rows.Scan(&p.ChapterID, &p.Read, &p.QuizPassed, &p.QuizScore, &p.LabPassed, &p.LabScore, &p.LabAttempts, &updated); err != nil {
-			return nil, fmt.Errorf("progress of user %d: %w", userID, err)
+		if err := rows.Scan(&p.ChapterID, &p.Read, &p.QuizPassed, &p.QuizScore, &answers, &p.LabPassed, &p.LabScore, &p.LabAttempts, &updated); err != nil {
+			return nil, err
+		}
+		if answers != "" {
+			if err := json.Unmarshal([]byte(answers), &p.QuizAnswers); err != nil {
+				return nil, fmt.Errorf("chapter %s: quiz answers: %w", p.ChapterID, err)
+			}
 		}
 		p.UpdatedAt = fromDB(updated)
 		out[p.ChapterID] = p
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("progress of user %d: %w", userID, err)
+	return out, rows.Err()
+}
+
+func addLabProgress(ctx context.Context, tx *sql.Tx, userID int64, out map[string]Progress) error {
+	rows, err := tx.QueryContext(ctx, "SELECT chapter_id, lab_id, passed, score, attempts FROM lab_progress WHERE user_id = ?", userID)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	defer rows.Close()
+	for rows.Next() {
+		var ch, lab string
+		var l LabProgress
+		if err := rows.Scan(&ch, &lab, &l.Passed, &l.Score, &l.Attempts); err != nil {
+			return err
+		}
+		p := out[ch]
+		p.ChapterID = ch
+		if p.Labs == nil {
+			p.Labs = map[string]LabProgress{}
+		}
+		p.Labs[lab] = l
+		out[ch] = p
+	}
+	return rows.Err()
 }
 
 // Ping implements Store.

@@ -191,7 +191,7 @@ func TestTwoProcessesShareFile(t *testing.T) {
 		for range perStore {
 			wg.Go(func() {
 				for range rounds {
-					if err := s.RecordLab(ctxT(t), u.ID, "shared", 0.5, false); err != nil {
+					if err := s.RecordLab(ctxT(t), u.ID, "shared", "shared-lab", 0.5, false); err != nil {
 						errs <- err
 					}
 				}
@@ -242,7 +242,7 @@ func BenchmarkRecordLabParallel(b *testing.B) {
 	s, u := benchStore(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := s.RecordLab(context.Background(), u.ID, "bench", 0.5, false); err != nil {
+			if err := s.RecordLab(context.Background(), u.ID, "bench", "bench-lab", 0.5, false); err != nil {
 				b.Error(err)
 			}
 		}

@@ -55,15 +55,30 @@ type User struct {
 
 // Progress is one learner's state in one chapter. Scores are fractions in
 // [0, 1]; the store keeps the best one seen, and a pass, once recorded, stays.
+// LabPassed, LabScore and LabAttempts sum up every lab of the chapter (some lab
+// passed, best score, attempts in all); Labs has each lab's own result.
 type Progress struct {
 	ChapterID   string
 	Read        bool
 	QuizPassed  bool
 	QuizScore   float64
+	QuizAnswers Answers // the latest quiz submission; nil when none
 	LabPassed   bool
 	LabScore    float64
 	LabAttempts int
+	Labs        map[string]LabProgress // by lab (scenario) ID; nil when none
 	UpdatedAt   time.Time
+}
+
+// Answers are a quiz submission: the values given per question ID.
+type Answers map[string][]string
+
+// LabProgress is one learner's record in one lab: best score, a pass that
+// sticks, and how many attempts were graded.
+type LabProgress struct {
+	Passed   bool
+	Score    float64
+	Attempts int
 }
 
 // Store is the persistence contract the server relies on. All methods are
@@ -106,12 +121,14 @@ type Store interface {
 
 	// MarkRead records that the user read a chapter.
 	MarkRead(ctx context.Context, userID int64, chapterID string) error
-	// RecordQuiz records a quiz result: the best score is kept and a pass
-	// sticks. score must be in [0, 1] (ErrInvalid).
-	RecordQuiz(ctx context.Context, userID int64, chapterID string, score float64, passed bool) error
-	// RecordLab records a lab attempt: attempts grow by one, the best score
-	// is kept and a pass sticks. score must be in [0, 1] (ErrInvalid).
-	RecordLab(ctx context.Context, userID int64, chapterID string, score float64, passed bool) error
+	// RecordQuiz records a quiz result: the best score is kept, a pass
+	// sticks, and answers replace the previous submission's. score must be in
+	// [0, 1] (ErrInvalid).
+	RecordQuiz(ctx context.Context, userID int64, chapterID string, score float64, passed bool, answers Answers) error
+	// RecordLab records an attempt at lab labID of chapterID, for the lab and
+	// for the chapter's summary: attempts grow by one, the best score is kept
+	// and a pass sticks. score must be in [0, 1] (ErrInvalid).
+	RecordLab(ctx context.Context, userID int64, chapterID, labID string, score float64, passed bool) error
 	// Progress returns the user's progress by chapter ID (empty, not nil,
 	// when there is none).
 	Progress(ctx context.Context, userID int64) (map[string]Progress, error)

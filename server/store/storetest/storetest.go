@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UserSessions", testUserSessions},
 		{"ReadAndQuiz", testReadAndQuiz},
 		{"LabAttempts", testLabAttempts},
+		{"LabsOfOneChapter", testLabsOfOneChapter},
 		{"ProgressValidation", testProgressValidation},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Ping", testPing},
@@ -381,7 +383,8 @@ func testReadAndQuiz(t *testing.T, s store.Store) {
 		{1, true, 1, true},
 	}
 	for i, st := range steps {
-		if err := s.RecordQuiz(ctx, u.ID, "m1c1", st.score, st.passed); err != nil {
+		given := store.Answers{"q1": {fmt.Sprint(i)}, "q2": {"0", "2"}}
+		if err := s.RecordQuiz(ctx, u.ID, "m1c1", st.score, st.passed, given); err != nil {
 			t.Fatalf("step %d RecordQuiz: %v", i, err)
 		}
 		p := progressOf(t, s, u.ID, "m1c1")
@@ -389,12 +392,16 @@ func testReadAndQuiz(t *testing.T, s store.Store) {
 			t.Errorf("step %d RecordQuiz(%v, %v): got score %v passed %v read %v; want %v %v true",
 				i, st.score, st.passed, p.QuizScore, p.QuizPassed, p.Read, st.wantScore, st.wantPassed)
 		}
+		// The latest answers are kept, whatever their score.
+		if !reflect.DeepEqual(p.QuizAnswers, given) {
+			t.Errorf("step %d: answers %v, want the latest %v", i, p.QuizAnswers, given)
+		}
 	}
 	// A quiz before reading creates the row without marking it read.
-	if err := s.RecordQuiz(ctx, u.ID, "m1c2", 0.2, false); err != nil {
+	if err := s.RecordQuiz(ctx, u.ID, "m1c2", 0.2, false, nil); err != nil {
 		t.Fatalf("RecordQuiz: %v", err)
 	}
-	if p := progressOf(t, s, u.ID, "m1c2"); p.Read || p.QuizScore != 0.2 {
+	if p := progressOf(t, s, u.ID, "m1c2"); p.Read || p.QuizScore != 0.2 || len(p.QuizAnswers) != 0 {
 		t.Errorf("quiz without read: %+v", p)
 	}
 	if all, err := s.Progress(ctx, other.ID); err != nil || len(all) != 0 {
@@ -417,7 +424,7 @@ func testLabAttempts(t *testing.T, s store.Store) {
 		{0.7, false, 0.8, true},
 	}
 	for i, st := range steps {
-		if err := s.RecordLab(ctx, u.ID, "m2c3", st.score, st.passed); err != nil {
+		if err := s.RecordLab(ctx, u.ID, "m2c3", "m2c3-lab", st.score, st.passed); err != nil {
 			t.Fatalf("step %d RecordLab: %v", i, err)
 		}
 		p := progressOf(t, s, u.ID, "m2c3")
@@ -428,6 +435,42 @@ func testLabAttempts(t *testing.T, s store.Store) {
 		if p.QuizScore != 0 || p.QuizPassed || p.Read {
 			t.Errorf("step %d: lab touched quiz/read fields: %+v", i, p)
 		}
+		if l := p.Labs["m2c3-lab"]; l.Score != st.wantScore || l.Passed != st.wantPassed || l.Attempts != i+1 || len(p.Labs) != 1 {
+			t.Errorf("step %d: per-lab record %+v (of %d labs); want score %v passed %v attempts %d", i, l, len(p.Labs), st.wantScore, st.wantPassed, i+1)
+		}
+	}
+}
+
+// testLabsOfOneChapter: a chapter with several labs (ch08 has four) keeps each
+// lab's result apart, so passing one leaves the others not passed.
+func testLabsOfOneChapter(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	u := mustUser(t, s, "labs@example.org", store.RoleLearner)
+	other := mustUser(t, s, "labs2@example.org", store.RoleLearner)
+	records := []struct {
+		lab    string
+		score  float64
+		passed bool
+	}{
+		{"a", 0.3, false},
+		{"b", 0.9, true},
+		{"a", 0.5, false},
+	}
+	for _, r := range records {
+		if err := s.RecordLab(ctx, u.ID, "m3c1", r.lab, r.score, r.passed); err != nil {
+			t.Fatalf("RecordLab(%s): %v", r.lab, err)
+		}
+	}
+	p := progressOf(t, s, u.ID, "m3c1")
+	want := map[string]store.LabProgress{"a": {Score: 0.5, Attempts: 2}, "b": {Passed: true, Score: 0.9, Attempts: 1}}
+	if !reflect.DeepEqual(p.Labs, want) {
+		t.Errorf("labs %+v, want %+v", p.Labs, want)
+	}
+	if p.LabAttempts != 3 || !p.LabPassed || p.LabScore != 0.9 {
+		t.Errorf("chapter summary: attempts %d passed %v best %v; want 3, true, 0.9", p.LabAttempts, p.LabPassed, p.LabScore)
+	}
+	if all, err := s.Progress(ctx, other.ID); err != nil || len(all) != 0 {
+		t.Errorf("other user's Progress = %v, %v; want empty", all, err)
 	}
 }
 
@@ -435,10 +478,10 @@ func testProgressValidation(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	u := mustUser(t, s, "v@example.org", store.RoleLearner)
 	for _, score := range []float64{-0.01, 1.01, 100, math.NaN(), math.Inf(1)} {
-		if err := s.RecordQuiz(ctx, u.ID, "c", score, true); !errors.Is(err, store.ErrInvalid) {
+		if err := s.RecordQuiz(ctx, u.ID, "c", score, true, nil); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("RecordQuiz(score %v) error = %v, want ErrInvalid", score, err)
 		}
-		if err := s.RecordLab(ctx, u.ID, "c", score, true); !errors.Is(err, store.ErrInvalid) {
+		if err := s.RecordLab(ctx, u.ID, "c", "l", score, true); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("RecordLab(score %v) error = %v, want ErrInvalid", score, err)
 		}
 	}
@@ -450,8 +493,8 @@ func testProgressValidation(t *testing.T, s store.Store) {
 	missing := u.ID + 1000
 	checks := map[string]error{
 		"MarkRead":   s.MarkRead(ctx, missing, "c"),
-		"RecordQuiz": s.RecordQuiz(ctx, missing, "c", 0.5, false),
-		"RecordLab":  s.RecordLab(ctx, missing, "c", 0.5, false),
+		"RecordQuiz": s.RecordQuiz(ctx, missing, "c", 0.5, false, nil),
+		"RecordLab":  s.RecordLab(ctx, missing, "c", "l", 0.5, false),
 	}
 	for name, err := range checks {
 		if !errors.Is(err, store.ErrNotFound) {
@@ -477,10 +520,10 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 			own := fmt.Sprintf("c%02d", w)
 			for r := range rounds {
 				score := float64(w*rounds+r) / float64(workers*rounds)
-				if err := s.RecordLab(ctx, u.ID, "shared", score, false); err != nil {
+				if err := s.RecordLab(ctx, u.ID, "shared", "shared-lab", score, false); err != nil {
 					errs <- fmt.Errorf("worker %d RecordLab: %w", w, err)
 				}
-				if err := s.RecordQuiz(ctx, u.ID, own, score, r == rounds-1); err != nil {
+				if err := s.RecordQuiz(ctx, u.ID, own, score, r == rounds-1, nil); err != nil {
 					errs <- fmt.Errorf("worker %d RecordQuiz: %w", w, err)
 				}
 				if err := s.MarkRead(ctx, u.ID, own); err != nil {

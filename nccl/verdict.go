@@ -328,7 +328,7 @@ func (v *Verdict) rankCauses(hits []hit, suspectIf string) {
 		}
 	}
 	if _, ok := score["wrong-interface"]; ok && suspectIf != "" {
-		score["wrong-interface"] += 6
+		score["wrong-interface"] += 15
 		why["wrong-interface"] = "NCCL uses " + suspectIf + ", which usually does not reach other nodes"
 	}
 	ids := make([]string, 0, len(score))

@@ -36,6 +36,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/progress", s.requireUser, s.progress)
 
 	s.labRoutes(r)
+	s.explainRoutes(r)
 
 	r.GET("/login", s.loginPage)
 	r.POST("/login", s.login)

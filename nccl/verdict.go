@@ -132,6 +132,7 @@ var (
 	testHeaderRe = regexp.MustCompile(`#\s+size\s+count\s+type`)
 	testRowRe    = regexp.MustCompile(`^\s*\d+\s+\d+\s+(float|half|double|bfloat16|int8|uint8|int32|uint32|int64|uint64|fp8\w*|f8\w*|float8\w*)\s`)
 	prevXidRe    = regexp.MustCompile(`previous Xid (\d+)`)
+	warnStampRe  = regexp.MustCompile(`^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] .*NCCL WARN`)
 	usingIfRe    = regexp.MustCompile(`Using (?:interface )?(?:\[\d+\])?((?:lo|docker|veth|virbr|ip6tnl|tunl)\w*):`)
 )
 
@@ -199,6 +200,9 @@ func scan(lines []string) scanState {
 						h.says += " (" + name + ")"
 					}
 				}
+			}
+			if h.versions == "" && warnStampRe.MatchString(line) {
+				h.versions = "NCCL 2.26+ (WARN lines start with a timestamp, NCCL_DEBUG_TIMESTAMP_FORMAT)"
 			}
 			s.add(h)
 			break

@@ -74,6 +74,9 @@ var signals = []signal{
 		where(`watchdog caught collective operation timeout`),
 	sig("watchdog-timeout", `timeout at nccl work|operation timed out|collective operation timeout|ncclcommwatchdog`, "PyTorch timed a collective out", "rank-desync"),
 
+	// A bare return code still narrows the causes to its family (nccl.h).
+	sig("unexplained-error", `unhandled cuda error|ncclunhandledcudaerror`, "NCCL returned ncclUnhandledCudaError (1): a CUDA call failed, the WARN before it says which", "gpu-oom", "driver-too-old", "gpu-hardware"),
+	sig("unexplained-error", `unhandled system error|ncclsystemerror`, "NCCL returned ncclSystemError (2): a system call or library call failed, the WARN before it says which", "shm-limit", "firewall", "memlock-limit"),
 	sig("unexplained-error", `unhandled system error|unhandled cuda error|internal error|invalid usage|invalid argument|remote process exited or there was a network error|test nccl failure|nccl failure common.cu|ncclsystemerror|ncclinternalerror|ncclunhandledcudaerror|nccl error`, "NCCL returned an error; this line does not say why", "shm-limit", "firewall", "peer-crash"),
 }
 

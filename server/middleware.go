@@ -48,6 +48,18 @@ func securityHeaders(c *gin.Context) {
 	c.Next()
 }
 
+// uploadLimits are the routes that take uploads larger than a form and
+// bound what they read themselves.
+var uploadLimits = map[string]int64{"/explain": explainBodyLimit}
+
+// bodyLimit is the most a request to this route may send.
+func (s *Server) bodyLimit(c *gin.Context) int64 {
+	if n, ok := uploadLimits[c.FullPath()]; ok && n > s.cfg.MaxFormBytes {
+		return n
+	}
+	return s.cfg.MaxFormBytes
+}
+
 // limitBody bounds request bodies and turns oversized or malformed forms into 4xx
 // pages before any handler runs.
 func (s *Server) limitBody(c *gin.Context) {
@@ -55,18 +67,19 @@ func (s *Server) limitBody(c *gin.Context) {
 		c.Next()
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxFormBytes)
+	limit := s.bodyLimit(c)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	if ct := c.ContentType(); ct == "application/x-www-form-urlencoded" || ct == "multipart/form-data" {
 		var err error
 		if ct == "multipart/form-data" {
-			err = c.Request.ParseMultipartForm(s.cfg.MaxFormBytes)
+			err = c.Request.ParseMultipartForm(limit)
 		} else {
 			err = c.Request.ParseForm()
 		}
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				s.fail(c, httpError{http.StatusRequestEntityTooLarge, "err.toolarge", strconv.FormatInt(s.cfg.MaxFormBytes>>10, 10)})
+				s.fail(c, httpError{http.StatusRequestEntityTooLarge, "err.toolarge", strconv.FormatInt(limit>>10, 10)})
 				return
 			}
 			s.fail(c, httpError{http.StatusBadRequest, "err.badform", err.Error()})

@@ -37,6 +37,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/progress", s.requireUser, s.progress)
 
 	s.labRoutes(r)
+	s.explainRoutes(r)
 
 	r.GET("/login", s.anonOnly, s.loginPage)
 	r.POST("/login", s.login)

@@ -16,11 +16,14 @@ func newNCCLLogCmd() *cobra.Command {
 		Short: "Read NCCL_DEBUG logs and PyTorch NCCL errors",
 	}
 	var asJSON bool
+	var maxBytes int64
 	explain := &cobra.Command{
 		Use:   "explain FILE",
-		Short: "Summarise an NCCL log: version, ranks, transports per peer, channels, warnings and errors with what they mean",
-		Long: "FILE is the output of a job run with NCCL_DEBUG=INFO (or WARN), PyTorch's messages included;\n" +
-			"\"-\" reads standard input.",
+		Short: "Diagnose a paste: symptom, likely causes with why, next commands, and the lines it rests on",
+		Long: "FILE is anything copied from a failing job: NCCL_DEBUG output with or without the host:pid:tid prefix,\n" +
+			"PyTorch tracebacks and watchdog messages, nccl-tests output, dmesg/NVRM Xid lines, ibstat, ibv_devinfo,\n" +
+			"in any mix; \"-\" reads standard input. The verdict model is documented in nccl/VERDICT.md; --json prints\n" +
+			"it as it is (the NCCL lines' own summary under \"log\").",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var r io.Reader = cmd.InOrStdin()
@@ -32,19 +35,28 @@ func newNCCLLogCmd() *cobra.Command {
 				defer f.Close()
 				r = f
 			}
-			l, err := nccl.Parse(r)
+			v, err := nccl.DiagnoseReader(r, maxBytes)
 			if err != nil {
 				return fmt.Errorf("nccl-log explain %s: %w", args[0], err)
 			}
+			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(l)
+				return enc.Encode(v)
 			}
-			return l.Explain(cmd.OutOrStdout())
+			if err := v.WriteText(out); err != nil {
+				return err
+			}
+			if v.Input.Binary != "" {
+				return nil
+			}
+			fmt.Fprintln(out, "\nwhat NCCL's own lines say:")
+			return v.Log.Explain(out)
 		},
 	}
-	explain.Flags().BoolVar(&asJSON, "json", false, "print what was parsed as JSON (what the grader reads)")
+	explain.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON (model "+nccl.VerdictModel+")")
+	explain.Flags().Int64Var(&maxBytes, "max-bytes", nccl.DefaultMaxInput, "read at most this many bytes of FILE")
 	cmd.AddCommand(explain)
 	return cmd
 }

@@ -115,10 +115,13 @@ type Remediation struct {
 
 // SolutionStep is one command of a reference walk-through, typed in Node's terminal;
 // Cite marks a command whose output is evidence for the answer.
+// When, if set, limits the step to hosts where it holds: "cgroup1" or "cgroup2"
+// (the paths a learner reads differ).
 type SolutionStep struct {
 	Node string `yaml:"node"`
 	Run  string `yaml:"run"`
 	Cite bool   `yaml:"cite"`
+	When string `yaml:"when"`
 }
 
 // Hint is a hint with its score cost (a fraction of the total, e.g. 0.1).
@@ -388,6 +391,9 @@ func (v *validator) validate() {
 		}
 		if term := s.Environment.Terminals; nodes != nil && (!contains(nodes, st.Node) || len(term) > 0 && !contains(term, st.Node)) {
 			v.at(at+".node", "node %q has no terminal in this lab", st.Node)
+		}
+		if st.When != "" && st.When != "cgroup1" && st.When != "cgroup2" {
+			v.at(at+".when", "when %q: want cgroup1 or cgroup2", st.When)
 		}
 		if st.Cite {
 			cited++

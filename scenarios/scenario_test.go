@@ -86,6 +86,7 @@ func TestProblems(t *testing.T) {
 		{"gpu.yaml", "node outside the gpu node", "node: node1\n    params", "node: node2\n    params", "11:11: fault node \"node2\""},
 		{"gpu.yaml", "solution step on no terminal", "  - node: node1\n    run: cat", "  - node: node3\n    run: cat", "26:11: node \"node3\" has no terminal"},
 		{"gpu.yaml", "solution step without a command", "run: cat /sys/fs/cgroup/cpu.stat", "run: ' '", "26:9: a solution step runs one command line"},
+		{"gpu.yaml", "solution step for an unknown host", "    cite: true\n", "    cite: true\n    when: cgroup3\n", "29:11: when \"cgroup3\": want cgroup1 or cgroup2"},
 		{"gpu.yaml", "solution citing nothing", "cite: true", "cite: false", "26:3: a solution cites at least one command"},
 	}
 	for _, tt := range tests {

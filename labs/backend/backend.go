@@ -58,6 +58,9 @@ func (p Local) Check(env scenarios.Environment) error {
 	return fmt.Errorf("unknown environment kind %q", env.Kind)
 }
 
+// gpuLabMemory is a GPU lab's memory limit (namespace labs keep netns.DefaultMemory).
+const gpuLabMemory = 16 << 30
+
 // ErrNeedsGPUNode marks a gpu lab on a host without (enough) GPUs.
 var ErrNeedsGPUNode = errors.New("this lab needs a GPU node")
 
@@ -78,7 +81,13 @@ func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Durat
 	if err != nil {
 		return nil, err
 	}
-	sb, err := netns.New(t, netns.Options{DataDir: p.DataDir, TTL: ttl, Logger: p.Log})
+	opts := netns.Options{DataDir: p.DataDir, TTL: ttl, Logger: p.Log}
+	if env.Kind == "gpu" {
+		// A PyTorch process with a CUDA context takes 1-2 GiB of host memory, and the
+		// learner's copies run beside the lab's own workload.
+		opts.Limits.Memory = gpuLabMemory
+	}
+	sb, err := netns.New(t, opts)
 	if err != nil {
 		return nil, err
 	}

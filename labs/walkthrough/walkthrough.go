@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 )
@@ -70,6 +71,9 @@ func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeo
 
 	var cited []grader.EvidenceRef
 	for _, st := range sc.Solution {
+		if !holds(st.When) {
+			continue
+		}
 		cmd, err := typeLine(ctx, l, st.Node, st.Run, to.Command)
 		if err != nil {
 			return rep, err
@@ -86,6 +90,17 @@ func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeo
 	}
 	rep.Result = res
 	return rep, nil
+}
+
+// holds reports whether a solution step's condition holds on this host.
+func holds(when string) bool {
+	switch when {
+	case "cgroup1":
+		return !cgroup.Unified()
+	case "cgroup2":
+		return cgroup.Unified()
+	}
+	return true
 }
 
 // lastFigure is the workload's most recent figure on the lab's chart, 0 if none.

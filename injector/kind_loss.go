@@ -54,13 +54,12 @@ func (f *Loss) Command(t Target) []string {
 
 // Apply implements Fault.
 func (f *Loss) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, nil, uint32(f.Percent),
-		fmt.Sprintf("commlab %s: loss %s", op.ID, f.Percent))
+	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, nil, uint32(f.Percent))
 }
 
 // applyNetdevDrop adds the in/out chains that drop n/10000 of the packets matching
 // match on nic.
-func applyNetdevDrop(ctx context.Context, t Target, op *Op, nic string, dir Direction, match []expr.Any, n uint32, comment string) (Undo, error) {
+func applyNetdevDrop(ctx context.Context, t Target, op *Op, nic string, dir Direction, match []expr.Any, n uint32) (Undo, error) {
 	h, err := netlinkAt(t)
 	if err != nil {
 		return nil, err
@@ -74,7 +73,7 @@ func applyNetdevDrop(ctx context.Context, t Target, op *Op, nic string, dir Dire
 	if dir.In() {
 		rule := append(append([]expr.Any(nil), match...), randomBelow(2, n, drop()...)...)
 		chains = append(chains, nftChain{name: op.ID + "-in", hook: nftables.ChainHookIngress, device: nic,
-			rules: [][]expr.Any{rule}, comment: comment})
+			rules: [][]expr.Any{rule}})
 	}
 	if dir.Out() {
 		if !Probe(ctx).NftEgress {
@@ -86,7 +85,7 @@ func applyNetdevDrop(ctx context.Context, t Target, op *Op, nic string, dir Dire
 		}
 		rule := append(append([]expr.Any(nil), match...), randomBelow(2, n, lostOnWire(mac)...)...)
 		chains = append(chains, nftChain{name: op.ID + "-out", hook: nftables.ChainHookEgress, device: nic,
-			rules: [][]expr.Any{rule}, comment: comment + " (frames readdressed to their sender are discarded on arrival)"})
+			rules: [][]expr.Any{rule}})
 	}
 	return applyNft(ctx, t, op, "netdev", chains)
 }

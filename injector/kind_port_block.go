@@ -80,7 +80,6 @@ func (f *PortBlock) Command(t Target) []string {
 
 // Apply implements Fault.
 func (f *PortBlock) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	comment := fmt.Sprintf("commlab %s: port-block %s", op.ID, f.Ports)
 	rule := func(in bool) []expr.Any {
 		var r []expr.Any
 		if f.NIC != "" {
@@ -93,10 +92,10 @@ func (f *PortBlock) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	}
 	var chains []nftChain
 	if f.Direction.In() {
-		chains = append(chains, nftChain{name: op.ID + "-in", hook: nftables.ChainHookInput, rules: [][]expr.Any{rule(true)}, comment: comment})
+		chains = append(chains, nftChain{name: op.ID + "-in", hook: nftables.ChainHookInput, rules: [][]expr.Any{rule(true)}})
 	}
 	if f.Direction.Out() {
-		chains = append(chains, nftChain{name: op.ID + "-out", hook: nftables.ChainHookOutput, rules: [][]expr.Any{rule(false)}, comment: comment})
+		chains = append(chains, nftChain{name: op.ID + "-out", hook: nftables.ChainHookOutput, rules: [][]expr.Any{rule(false)}})
 	}
 	return applyNft(ctx, t, op, "inet", chains)
 }

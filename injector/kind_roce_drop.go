@@ -56,6 +56,5 @@ func (f *RoCEDrop) Command(t Target) []string {
 // Apply implements Fault.
 func (f *RoCEDrop) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	match := matchL4(unix.IPPROTO_UDP, PortRange{roceV2Port, roceV2Port})
-	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, match, uint32(f.Percent),
-		fmt.Sprintf("commlab %s: roce-drop %s", op.ID, f.Percent))
+	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, match, uint32(f.Percent))
 }

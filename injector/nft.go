@@ -13,7 +13,6 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/google/nftables/userdata"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,9 +28,11 @@ type nftChain struct {
 	hook   *nftables.ChainHook
 	device string // netdev family only
 	rules  [][]expr.Any
-	// comment is attached to every rule, so `nft list ruleset` explains it.
-	comment string
 }
+
+// Rules carry no comment and chains are named by fault id only: the learner
+// can list them (`nft list ruleset`), and the kind is the answer, kept in the
+// root-only journal.
 
 // nftConns keeps one nftables netlink socket per namespace (by inode; an open
 // socket keeps its namespace, so the inode cannot be reused meanwhile). Closing
@@ -123,11 +124,7 @@ func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
 			chain := c.AddChain(&nftables.Chain{Name: ch.name, Table: tab, Type: nftables.ChainTypeFilter,
 				Hooknum: ch.hook, Priority: nftables.ChainPriorityFilter, Device: ch.device, Policy: &policy})
 			for _, r := range ch.rules {
-				var ud []byte
-				if ch.comment != "" {
-					ud = userdata.AppendString(nil, userdata.TypeComment, ch.comment)
-				}
-				c.AddRule(&nftables.Rule{Table: tab, Chain: chain, Exprs: r, UserData: ud})
+				c.AddRule(&nftables.Rule{Table: tab, Chain: chain, Exprs: r})
 			}
 		}
 		if err := c.Flush(); err != nil {

@@ -1,0 +1,54 @@
+package injector
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNothingListableNamesTheFault applies network faults in one node and reads
+// everything a learner with CAP_NET_ADMIN there can list: no kind and no label
+// (the rules themselves, e.g. a drop, are the evidence to find), only the
+// neutral table name and the fault id.
+func TestNothingListableNamesTheFault(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	faults := []struct {
+		kind   string
+		params map[string]string
+	}{
+		{"port-block", map[string]string{"ports": "29500", "nic": "rdma0"}},
+		{"loss", map[string]string{"nic": "eth0", "percent": "5%", "direction": "out"}},
+		{"roce-drop", map[string]string{"nic": "rdma0"}},
+		{"nic-rate", map[string]string{"nic": "rdma0", "rate": "1Gbit", "direction": "both"}},
+	}
+	var ids []string
+	for _, f := range faults {
+		e, err := in.Apply(ctxT(t), l.target("n1"), mustParse(t, in, f.kind, f.params), time.Minute)
+		if err != nil {
+			t.Fatalf("apply %s: %v", f.kind, err)
+		}
+		ids = append(ids, e.ID)
+	}
+	var seen strings.Builder
+	for _, argv := range [][]string{
+		{"nft", "list", "ruleset"},
+		{"tc", "-d", "qdisc", "show"},
+		{"tc", "filter", "show", "dev", "rdma0", "ingress"},
+		{"ip", "-d", "link"},
+	} {
+		seen.WriteString(l.run(t, "n1", argv...))
+	}
+	got := strings.ToLower(seen.String())
+	for _, id := range ids[:3] { // the nftables faults; nic-rate's qdiscs carry the shared handle c2:
+		if !strings.Contains(got, id) {
+			t.Errorf("fault %s cannot be found by its id in the listings", id)
+		}
+	}
+	for _, word := range []string{"port-block", "port block", "loss", "roce", "nic-rate", "comment", "block", "inject"} {
+		if strings.Contains(got, word) {
+			i := strings.Index(got, word)
+			t.Errorf("a learner's listing names %q: ...%s...", word, got[max(0, i-80):min(len(got), i+80)])
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -131,15 +133,22 @@ func TestDrawIsSeeded(t *testing.T) {
 	if fmt.Sprint(a.Values) != fmt.Sprint(b.Values) {
 		t.Errorf("same seed, different variants: %v vs %v", a.Values, b.Values)
 	}
+	key := []byte("installation one")
 	distinct := map[string]bool{}
 	for learner := int64(1); learner <= 20; learner++ {
-		distinct[fmt.Sprint(s.Draw(SeedFor(learner, s.ID, 1)).Values)] = true
+		distinct[fmt.Sprint(s.Draw(SeedFor(key, learner, s.ID, 1)).Values)] = true
 	}
 	if len(distinct) < 5 {
 		t.Errorf("20 learners drew only %d distinct variants", len(distinct))
 	}
-	if SeedFor(1, s.ID, 1) == SeedFor(1, s.ID, 2) || SeedFor(1, s.ID, 1) == SeedFor(2, s.ID, 1) {
+	if SeedFor(key, 1, s.ID, 1) == SeedFor(key, 1, s.ID, 2) || SeedFor(key, 1, s.ID, 1) == SeedFor(key, 2, s.ID, 1) {
 		t.Error("seeds must differ by learner and by attempt")
+	}
+	// Without the installation's key nobody can compute a seed: the old keyless
+	// derivation, and another installation's key, give other seeds.
+	keyless := sha256.Sum256([]byte(fmt.Sprintf("commlab-variant\x00%d\x00%s\x00%d", 1, s.ID, 1)))
+	if SeedFor(key, 1, s.ID, 1) == binary.LittleEndian.Uint64(keyless[:8]) || SeedFor(key, 1, s.ID, 1) == SeedFor([]byte("installation two"), 1, s.ID, 1) {
+		t.Error("the seed does not depend on the installation's secret")
 	}
 	v := s.Draw(7)
 	faults, err := v.Faults()

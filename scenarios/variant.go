@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -19,10 +20,13 @@ type Variant struct {
 }
 
 // SeedFor derives the seed of a learner's attempt at a scenario, so two learners (or two
-// exam candidates) side by side get different variants and a retry gets a new one.
-func SeedFor(learner int64, scenarioID string, attempt int) uint64 {
-	h := sha256.Sum256([]byte(fmt.Sprintf("commlab-variant\x00%d\x00%s\x00%d", learner, scenarioID, attempt)))
-	return binary.LittleEndian.Uint64(h[:8])
+// exam candidates) side by side get different variants and a retry gets a new one. key is
+// the installation's secret: without it a learner who knows their user id could compute
+// their own variant, i.e. the answer.
+func SeedFor(key []byte, learner int64, scenarioID string, attempt int) uint64 {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "commlab-variant\x00%d\x00%s\x00%d", learner, scenarioID, attempt)
+	return binary.LittleEndian.Uint64(m.Sum(nil)[:8])
 }
 
 // Draw picks every parameter of s with a generator seeded by seed. The same seed always

@@ -115,7 +115,7 @@ func (s *Server) labStart(c *gin.Context) {
 		return
 	}
 	attempt := prog[sc.Chapter].LabAttempts + 1
-	l, err := s.labs.Start(u.ID, sc.Draw(scenarios.SeedFor(u.ID, sc.ID, attempt)))
+	l, err := s.labs.Start(u.ID, sc.Draw(scenarios.SeedFor(s.secret, u.ID, sc.ID, attempt)))
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return

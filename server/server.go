@@ -57,7 +57,8 @@ func (c *Config) defaults() {
 type Deps struct {
 	Library *course.Library
 	Store   store.Store
-	// Secret keys the CSRF tokens (32 random bytes, kept across restarts).
+	// Secret keys the CSRF tokens and the learners' variant seeds (32 random bytes,
+	// kept across restarts in the data directory, mode 0600).
 	Secret []byte
 	// Scenarios and Labs serve the labs; nil Labs means labs are off (pages say why).
 	Scenarios *scenarios.Catalog
@@ -77,6 +78,7 @@ type Server struct {
 	labsOff string
 	terms   *termCounter
 	csrf    *auth.CSRF
+	secret  []byte // keys variant seeds
 	limiter *auth.Limiter
 	log     *slog.Logger
 	pages   map[string]*template.Template
@@ -110,6 +112,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		labsOff: d.LabsOff,
 		terms:   &termCounter{n: map[int64]int{}},
 		csrf:    csrf,
+		secret:  d.Secret,
 		limiter: auth.NewLimiter(rate.Limit(cfg.LoginRate), cfg.LoginBurst, 10*time.Minute),
 		log:     d.Log,
 		pages:   pages,

@@ -34,7 +34,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		Short: "Serve the course and labs over HTTP",
 		Long: `serve starts the web server: course pages, accounts, progress, /healthz and
 /metrics. State lives in the data directory (--data): commlab.db (SQLite) and
-secret.key (CSRF and signing key). With --content DIR the course is read from DIR
+secret.key (mode 0600: keys CSRF tokens and the learners' variant seeds). With --content DIR the course is read from DIR
 and reloaded when a file changes, for authors; otherwise the embedded course is used.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -171,12 +175,19 @@ func (s *Server) setCookie(c *gin.Context, name, value string, maxAge int) {
 
 func (s *Server) clearCookie(c *gin.Context, name string) { s.setCookie(c, name, "", -1) }
 
-// safeNext keeps redirects on this site: only absolute local paths are allowed.
+// safeNext keeps redirects on this site: only a local absolute path ("/x", not
+// "//host" or "/\\host"). Browsers drop tabs and newlines from a URL and read '\\'
+// as '/', so any control character or backslash anywhere is refused too.
 func safeNext(next string) string {
-	if len(next) > 0 && next[0] == '/' && (len(next) == 1 || next[1] != '/' && next[1] != '\\') {
-		return next
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsFunc(next, func(r rune) bool {
+		return r < 0x20 || r == 0x7f || r == '\\' || unicode.IsControl(r) || r == utf8.RuneError
+	}) {
+		return "/course"
 	}
-	return "/course"
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "/course"
+	}
+	return next
 }
 
 func randomToken(n int) string {

@@ -26,7 +26,6 @@ const (
 	maxTerminalsPerUser = 8
 	idleWarnAfter       = 25 * time.Minute
 	idleCloseAfter      = 30 * time.Minute
-	wsWriteTimeout      = 10 * time.Second
 )
 
 var (
@@ -290,8 +289,6 @@ func (s *Server) labStop(c *gin.Context) {
 	c.Redirect(http.StatusSeeOther, "/labs/"+l.Variant.Scenario.ID)
 }
 
-var upgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 32 << 10} // default CheckOrigin: same host only
-
 // termCounter bounds the open terminals of each learner.
 type termCounter struct {
 	mu sync.Mutex
@@ -337,9 +334,9 @@ func (s *Server) labTerminal(c *gin.Context) {
 		return
 	}
 	defer s.terms.release(user)
-	ws, err := upgrader.Upgrade(c.Writer, c.Request, nil)
+	ws, err := upgradeWS(c, wsTerminalReadLimit)
 	if err != nil {
-		return // the upgrader has answered
+		return
 	}
 	defer ws.Close()
 	lang := langOf(c)
@@ -359,9 +356,10 @@ func (s *Server) labTerminal(c *gin.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		pace := newInputPacer()
 		for {
 			typ, p, err := ws.ReadMessage()
-			if err != nil {
+			if err != nil || pace.wait(c.Request.Context(), len(p)) != nil {
 				return
 			}
 			switch typ {
@@ -417,7 +415,7 @@ func (s *Server) labTerminal(c *gin.Context) {
 // labMetrics streams the workload's busbw samples and fault events to the chart.
 func (s *Server) labMetrics(c *gin.Context) {
 	l := labOf(c)
-	ws, err := upgrader.Upgrade(c.Writer, c.Request, nil)
+	ws, err := upgradeWS(c, wsChartReadLimit)
 	if err != nil {
 		return
 	}

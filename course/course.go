@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/commlab/commlab/internal/boundedread"
 	"github.com/commlab/commlab/internal/yamldecode"
 )
 
@@ -169,7 +170,7 @@ type manifest struct {
 // problem found; a course with problems must not be served (content check prints them).
 func Load(fsys fs.FS, opts Options) (*Course, Problems) {
 	var probs Problems
-	data, err := fs.ReadFile(fsys, ManifestFile)
+	data, err := boundedread.FS(fsys, ManifestFile, boundedread.Config)
 	if err != nil {
 		probs.add(ManifestFile, 0, "cannot read the manifest: %v", err)
 		return nil, probs
@@ -245,7 +246,7 @@ func Load(fsys fs.FS, opts Options) (*Course, Problems) {
 }
 
 func loadChapter(fsys fs.FS, ch *Chapter, r *renderer, opts Options, probs *Problems) {
-	src, err := fs.ReadFile(fsys, ch.File)
+	src, err := boundedread.FS(fsys, ch.File, boundedread.Page)
 	if err != nil {
 		probs.add(ch.File, 0, "%v", err)
 		return

@@ -1,6 +1,7 @@
 package course
 
 import (
+	"io/fs"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,6 +238,19 @@ func TestProblems(t *testing.T) {
 				m["chapters/ch02.md"].Data = []byte(ch02 + "\n# 大标题\n")
 			},
 			wantAt: "chapters/ch02.md:12", want: "use ## for sections",
+		},
+		{
+			// A link to /etc/shadow would put the host's file into a page.
+			name: "chapter is a symlink",
+			edit: func(m fstest.MapFS) {
+				m["chapters/ch02.md"] = &fstest.MapFile{Data: []byte("/etc/shadow"), Mode: fs.ModeSymlink}
+			},
+			wantAt: "chapters/ch02.md", want: "is a symbolic link",
+		},
+		{
+			name:   "oversized chapter",
+			edit:   func(m fstest.MapFS) { m["chapters/ch02.md"].Data = make([]byte, 5<<20) },
+			wantAt: "chapters/ch02.md", want: "file too large: over 4 MiB",
 		},
 		{
 			name:   "missing quiz file",

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/commlab/commlab/internal/boundedread"
 	"github.com/commlab/commlab/internal/yamldecode"
 )
 
@@ -54,7 +55,7 @@ type quizFile struct {
 
 func loadQuiz(fsys fs.FS, file string, r *renderer) (*Quiz, Problems) {
 	var probs Problems
-	data, err := fs.ReadFile(fsys, file)
+	data, err := boundedread.FS(fsys, file, boundedread.Config)
 	if err != nil {
 		probs.add(file, 0, "cannot read quiz: %v", err)
 		return nil, probs

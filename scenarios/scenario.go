@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/commlab/commlab/internal/boundedread"
 	"github.com/commlab/commlab/internal/yamldecode"
 )
 
@@ -173,7 +174,7 @@ func Load(fsys fs.FS, dir string, opts Options) (*Catalog, Problems) {
 	cat := &Catalog{byID: map[string]*Scenario{}}
 	var probs Problems
 	for _, f := range files {
-		data, err := fs.ReadFile(fsys, f)
+		data, err := boundedread.FS(fsys, f, boundedread.Config)
 		if err != nil {
 			probs = append(probs, fmt.Errorf("%s: %w", f, err))
 			continue

@@ -54,7 +54,11 @@ func contentFS(dir string) (fs.FS, string) {
 	if dir == "" {
 		return course.Embedded(), "course/content"
 	}
-	return os.DirFS(dir), dir
+	// A root, unlike os.DirFS, refuses links that lead out of dir.
+	if r, err := os.OpenRoot(dir); err == nil {
+		return r.FS(), dir
+	}
+	return os.DirFS(dir), dir // reads fail with dir's own error
 }
 
 // located returns the problems as file:line lines, with paths relative to the working directory.

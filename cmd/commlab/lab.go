@@ -62,6 +62,15 @@ at once and the sandbox lives until 'lab down', its TTL, or a sweep after the TT
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if ttl < netns.MinTTL || ttl > netns.MaxTTL {
+				return fmt.Errorf("--ttl %v: want %v to %v", ttl, netns.MinTTL, netns.MaxTTL)
+			}
+			if pids <= 0 {
+				return fmt.Errorf("--pids %d: want %d to %d", pids, netns.MinPids, netns.MaxPids)
+			}
+			if cmd.Flags().Changed("cpus") && cpus <= 0 {
+				return fmt.Errorf("--cpus %g: want more than 0 (leave it out for 3/4 of the host's)", cpus)
+			}
 			t, err := topology.Load(args[0])
 			if err != nil {
 				return err
@@ -80,7 +89,7 @@ at once and the sandbox lives until 'lab down', its TTL, or a sweep after the TT
 			}
 			sb, err := netns.New(t, netns.Options{DataDir: g.dataDir, ID: id, TTL: ttl, Limits: limits, HomeSize: home, Detached: detach})
 			if err != nil {
-				return err
+				return fmt.Errorf("lab up: %w", err)
 			}
 			// The sandbox lives as long as upCtx: until Ctrl-C here, unless detached.
 			upCtx := ctx

@@ -97,6 +97,9 @@ func New(topo *topology.Topology, opts Options) (*Sandbox, error) {
 	if err := ValidID(opts.ID); err != nil {
 		return nil, err
 	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/commlab/commlab/internal/boundedread"
 )
 
 // Limits that come from the address plan and from Linux interface names.
@@ -76,7 +78,7 @@ func Load(nameOrPath string) (*Topology, error) {
 	if !isFile && !fileExists(nameOrPath) {
 		return Builtin(nameOrPath)
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := boundedread.File(nameOrPath, boundedread.Config)
 	if err != nil {
 		return nil, fmt.Errorf("read topology: %w", err)
 	}

@@ -78,9 +78,17 @@ func (t Target) Validate() error {
 	if err := validNetNS(t.netnsName()); err != nil {
 		return err
 	}
+	// The journal records sandbox and node; a namespace of another sandbox (or
+	// node) would fault what the journal does not name.
+	if own := "cl-" + t.Sandbox + "-" + t.Node; t.netnsName() != own {
+		return invalid("netns %s is not node %s's namespace %s", t.netnsName(), t, own)
+	}
 	if t.Cgroup != "" {
 		if err := validCgroup(t.Cgroup); err != nil {
 			return err
+		}
+		if own := "commlab/" + t.Sandbox + "/" + t.Node; t.Cgroup != own && !strings.HasPrefix(t.Cgroup, own+"/") {
+			return invalid("cgroup %s is not under node %s's cgroup %s", t.Cgroup, t, own)
 		}
 	}
 	if t.EtcDir != "" && (!filepath.IsAbs(t.EtcDir) || filepath.Clean(t.EtcDir) != t.EtcDir || t.EtcDir == "/etc") {

@@ -96,6 +96,11 @@ func procStart(pid int) (uint64, error) {
 	if len(f) < 20 {
 		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
 	}
+	if f[0] == "Z" || f[0] == "X" {
+		// Exited, not yet reaped (e.g. a killed `lab up` whose parent has not
+		// waited): it will never tear its sandbox down.
+		return 0, fmt.Errorf("process %d has exited (state %s)", pid, f[0])
+	}
 	return strconv.ParseUint(f[19], 10, 64) // field 22 overall
 }
 

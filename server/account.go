@@ -95,11 +95,14 @@ func (s *Server) register(c *gin.Context) {
 		return
 	}
 	password := c.PostForm("password")
-	if err := auth.ValidatePassword(password); err != nil {
+	if err := auth.ValidatePassword(password, email, name); errors.Is(err, auth.ErrWeakPassword) {
+		again(http.StatusBadRequest, web.T(lang, "sec.weakpassword"))
+		return
+	} else if err != nil {
 		again(http.StatusBadRequest, err.Error())
 		return
 	}
-	hash, err := auth.HashPassword(password)
+	hash, err := auth.HashPassword(password, email, name)
 	if err != nil {
 		s.fail(c, err)
 		return

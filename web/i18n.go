@@ -197,4 +197,10 @@ var messages = map[string]pair{
 	"explain.also":       {"同时出现", "Also seen"},
 	"explain.needs":      {"要得到更确定的结论，还需要", "For a firmer verdict, add"},
 	"explain.chapters":   {"讲这个症状的章节", "Chapters that teach this symptom"},
+
+	// Security and limits (issue 18: server/account.go, server/labpages.go)
+	"sec.hostfull": {"服务器上的实验名额现在都被其他学员占用了，请过几分钟再开始这个实验。",
+		"Every lab place on this server is in use by other learners right now; please start this lab again in a few minutes."},
+	"sec.weakpassword": {"这个密码太容易被猜到（常见密码、单词加数字、重复或连续字符、邮箱或姓名）。请换一个更长、更少见的密码，例如几个不相关的词。",
+		"This password is too easy to guess (a common password, a word with digits, repeated or sequential characters, your email or name). Choose a longer, less common one, e.g. a few unrelated words."},
 }

@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/trustelem/zxcvbn"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -49,12 +52,22 @@ const (
 	maxKeyLen  = 64
 )
 
+// MinPasswordScore is the least zxcvbn score (0-4) a new password needs: 3 means
+// at least 10^8 guesses, so common passwords, dictionary words with digits,
+// repeats (aaaaaaaaaa), sequences (1234567890, qwertyuiop) and the user's own
+// email or name are refused.
+const MinPasswordScore = 3
+
+// ErrWeakPassword marks a password that is easy to guess.
+var ErrWeakPassword = errors.New("password is too easy to guess")
+
 // ErrBadHash means a stored password hash could not be parsed.
 var ErrBadHash = errors.New("malformed password hash")
 
-// ValidatePassword checks the password policy. Its errors are meant for the
-// user; they never contain the password.
-func ValidatePassword(password string) error {
+// ValidatePassword checks the password policy; userInputs (email, name) count
+// as guessable words. Its errors are meant for the user; they never contain the
+// password.
+func ValidatePassword(password string, userInputs ...string) error {
 	if !utf8.ValidString(password) {
 		return errors.New("password is not valid UTF-8 text")
 	}
@@ -67,22 +80,61 @@ func ValidatePassword(password string) error {
 	case strings.TrimSpace(password) == "":
 		return errors.New("password must not be only spaces")
 	}
+	// zxcvbn sees repeats of ASCII only: "éééééééééé" would pass it.
+	distinct := map[rune]bool{}
+	for _, r := range password {
+		distinct[r] = true
+	}
+	if len(distinct) < 5 {
+		return fmt.Errorf("%w: only %d different characters", ErrWeakPassword, len(distinct))
+	}
+	inputs := []string{"commlab"}
+	for _, in := range userInputs {
+		// An email counts whole, by its local part and by the words in it.
+		local, _, _ := strings.Cut(in, "@")
+		inputs = append(inputs, in, local)
+		inputs = append(inputs, strings.FieldsFunc(local, func(r rune) bool { return strings.ContainsRune("._-+", r) })...)
+	}
+	if r := zxcvbn.PasswordStrength(password, inputs); r.Score < MinPasswordScore {
+		return fmt.Errorf("%w: about %.0g guesses, want at least 1e8", ErrWeakPassword, r.Guesses)
+	}
 	return nil
 }
 
 // HashPassword checks the policy and returns password hashed with
 // DefaultArgon2, as a PHC string: $argon2id$v=19$m=19456,t=2,p=1$salt$hash.
-func HashPassword(password string) (string, error) {
-	if err := ValidatePassword(password); err != nil {
+func HashPassword(password string, userInputs ...string) (string, error) {
+	if err := ValidatePassword(password, userInputs...); err != nil {
 		return "", err
 	}
 	return hashWith(password, DefaultArgon2), nil
 }
 
+// hashSlots bounds the argon2 computations running at once: each takes
+// Argon2Params.Memory (19 MiB), and the login limiter is per client address,
+// so 30 registrations from 30 addresses would otherwise need 30 of them at
+// once (the server went from 97 MB to 981 MB). Two keep both cores busy.
+var hashSlots = make(chan struct{}, 2)
+
+// hashing counts computations in flight or waiting; the last one out hands
+// the burst's memory back to the OS rather than leaving it to the heap.
+var hashing atomic.Int32
+
+func idKey(password, salt []byte, p Argon2Params) []byte {
+	hashing.Add(1)
+	hashSlots <- struct{}{}
+	key := argon2.IDKey(password, salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	<-hashSlots
+	if hashing.Add(-1) == 0 {
+		debug.FreeOSMemory()
+	}
+	return key
+}
+
 func hashWith(password string, p Argon2Params) string {
 	salt := make([]byte, p.SaltLen)
 	rand.Read(salt) // never fails (crypto/rand, Go 1.24+)
-	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	key := idKey([]byte(password), salt, p)
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
 		argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key))
@@ -137,7 +189,7 @@ func VerifyPassword(encoded, password string) (bool, error) {
 	if len(password) > 4*MaxPasswordLen {
 		return false, nil
 	}
-	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	got := idKey([]byte(password), salt, p)
 	return subtle.ConstantTimeCompare(got, key) == 1, nil
 }
 

@@ -3,7 +3,10 @@ package auth
 import (
 	"errors"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -46,10 +49,19 @@ func TestPasswordPolicy(t *testing.T) {
 		wantErr string // "" = accepted
 	}{
 		{"123456789", "too short: 9 characters, use at least 10"},
-		{"1234567890", ""},
+		{"wsx!RFV9mk", ""},
 		{"ééééééééé", "too short: 9"}, // 18 bytes, 9 characters
-		{"éééééééééé", ""},
-		{strings.Repeat("a", 128), ""},
+		{"紫色长颈鹿在跑步机上", ""},            // 30 bytes, 10 characters
+		{long128(), ""},
+		// Easy to guess (issue 18: aaaaaaaaaa was accepted).
+		{"aaaaaaaaaa", "too easy to guess"},
+		{"éééééééééé", "too easy to guess"},
+		{"1234567890", "too easy to guess"},
+		{"qwertyuiop", "too easy to guess"},
+		{"password123", "too easy to guess"},
+		{"abcabcabca", "too easy to guess"},
+		{"commlab2026", "too easy to guess"},
+		{strings.Repeat("a", 128), "too easy to guess"},
 		{strings.Repeat("a", 129), "too long: 129 characters, use at most 128"},
 		{strings.Repeat(" ", 12), "only spaces"},
 		{"abcdefghi\xff", "not valid UTF-8"},
@@ -198,4 +210,60 @@ func BenchmarkHashPasswordParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// long128 is a 128-character password with no pattern zxcvbn would find.
+func long128() string {
+	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!@#%^&*-_=+"
+	b := make([]byte, 128)
+	for i := range b {
+		b[i] = alphabet[(i*37+i*i*11+5)%len(alphabet)]
+	}
+	return string(b)
+}
+
+func TestPasswordNotTheUsersOwn(t *testing.T) {
+	if err := ValidatePassword("wang.xiaoming1", "wang.xiaoming@example.com", "王小明"); !errors.Is(err, ErrWeakPassword) {
+		t.Errorf("a password made of the email = %v, want ErrWeakPassword", err)
+	}
+}
+
+// BenchmarkHashBurst: 30 registrations at once, as in the issue's load run.
+// Reports the peak heap while they hash; the hash slots bound it to about
+// two argon2 blocks (2 x 19 MiB) whatever the burst.
+func BenchmarkHashBurst(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		go func() {
+			var ms runtime.MemStats
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+					runtime.ReadMemStats(&ms)
+					if ms.HeapInuse > peak.Load() {
+						peak.Store(ms.HeapInuse)
+					}
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		for range 30 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := HashPassword("wsx!RFV9mk2"); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapSys-ms.HeapReleased)/(1<<20), "heap-held-after-MiB")
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/web"
@@ -81,7 +82,9 @@ func (s *Server) labIntro(c *gin.Context) {
 		d.Chapter = ch.Title
 	}
 	if s.labs != nil {
-		if err := s.labs.Check(sc); err != nil {
+		if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
+			d.Cannot = web.T(langOf(c), "sec.hostfull")
+		} else if err != nil {
 			d.Cannot = err.Error()
 		}
 	}
@@ -103,7 +106,10 @@ func (s *Server) labStart(c *gin.Context) {
 		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
 		return
 	}
-	if err := s.labs.Check(sc); err != nil {
+	if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
+		s.fail(c, httpError{http.StatusServiceUnavailable, "sec.hostfull", err.Error()})
+		return
+	} else if err != nil {
 		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})
 		return
 	}

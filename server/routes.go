@@ -22,8 +22,8 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	r.GET("/healthz", s.healthz)
-	r.GET("/metrics", gin.WrapH(s.metrics.handler))
-	r.StaticFS("/static", http.FS(web.Static()))
+	r.GET("/metrics", s.requireMetrics, gin.WrapH(s.metrics.handler))
+	r.StaticFS("/static", filesOnly(web.Static()))
 	r.GET("/static-gen/highlight.css", s.highlightCSS)
 	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/course") })
 	r.GET("/lang/:lang", s.setLang)
@@ -68,5 +68,5 @@ func (s *Server) asset(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "public, max-age=3600")
-	c.FileFromFS(name, http.FS(s.lib.Course().Assets))
+	c.FileFromFS(name, filesOnly(s.lib.Course().Assets))
 }

@@ -36,6 +36,9 @@ type Config struct {
 	// (default 1 every 2 s, burst 10).
 	LoginRate  float64
 	LoginBurst int
+	// MetricsToken, when set, lets a scraper read /metrics with
+	// "Authorization: Bearer <token>"; without it only an admin's session can.
+	MetricsToken string
 }
 
 func (c *Config) defaults() {

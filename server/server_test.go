@@ -291,11 +291,53 @@ func TestBadRequests(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	e := newTestEnv(t, Config{})
+	e := newTestEnv(t, Config{MetricsToken: "scrape-me-0123456789"})
+	admin, learner := newClient(), newClient()
+	e.register(admin, "admin@example.com") // the first account administers
+	e.register(learner, "learner@example.com")
 	e.do(newClient(), "GET", "/course", nil)
-	_, body, _ := e.do(newClient(), "GET", "/metrics", nil)
-	if !strings.Contains(body, `commlab_http_requests_total{code="200",method="GET",route="/course"} 1`) {
-		t.Errorf("metrics lack the /course request:\n%s", body)
+	bearer := func(tok string) *http.Client {
+		return &http.Client{Transport: headerRT{"Authorization", "Bearer " + tok}}
+	}
+	for _, tc := range []struct {
+		who  string
+		c    *http.Client
+		want int
+	}{
+		{"anonymous", newClient(), 404},
+		{"learner", learner, 404},
+		{"wrong token", bearer("scrape-me-0123456788"), 404},
+		{"admin", admin, 200},
+		{"token", bearer("scrape-me-0123456789"), 200},
+	} {
+		code, body, _ := e.do(tc.c, "GET", "/metrics", nil)
+		if code != tc.want {
+			t.Errorf("/metrics as %s: %d, want %d", tc.who, code, tc.want)
+		}
+		if code == 200 && !strings.Contains(body, `commlab_http_requests_total{code="200",method="GET",route="/course"} 1`) {
+			t.Errorf("metrics lack the /course request:\n%s", body)
+		}
+	}
+}
+
+type headerRT struct{ k, v string }
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.k, h.v)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestNoDirectoryListing(t *testing.T) {
+	e := newTestEnv(t, Config{})
+	for _, p := range []string{"/static/", "/static", "/course/assets/", "/course/assets/chapters/"} {
+		code, body, _ := e.do(newClient(), "GET", p, nil)
+		if code == 200 || strings.Contains(body, "<pre>") {
+			t.Errorf("GET %s: %d, lists a directory?\n%.300s", p, code, body)
+		}
+	}
+	if code, _, _ := e.do(newClient(), "GET", "/static/app.css", nil); code != 200 {
+		t.Errorf("GET /static/app.css: %d", code)
 	}
 }
 

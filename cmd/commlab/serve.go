@@ -35,11 +35,20 @@ func newServeCmd(g *globals) *cobra.Command {
 		Long: `serve starts the web server: course pages, accounts, progress, /healthz and
 /metrics. State lives in the data directory (--data): commlab.db (SQLite) and
 secret.key (mode 0600: keys CSRF tokens and the learners' variant seeds). With --content DIR the course is read from DIR
-and reloaded when a file changes, for authors; otherwise the embedded course is used.`,
+and reloaded when a file changes, for authors; otherwise the embedded course is used.
+
+Limits: 1 running lab and 8 terminals per learner; 128 sandbox slots per host
+(shared with 'lab up'; a start on a full host is refused at once); per lab 2048
+tasks, 2 GiB, 3/4 of the CPUs and a 64 MiB /home; terminal input 256 KiB a frame
+and 64 KiB/s; logins 1 per 2 s per address (burst 10); 2 password hashes at once.
+
+/metrics is served to an admin's session, or with "Authorization: Bearer TOKEN"
+when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.Default()
+			cfg.MetricsToken = os.Getenv("COMMLAB_METRICS_TOKEN")
 			ct, probs := loadContent(content)
 			if len(probs) > 0 {
 				return fmt.Errorf("the course has %d problem(s); fix them and run 'commlab content check':\n%s", len(probs), strings.Join(probs, "\n"))

@@ -39,8 +39,14 @@ var _ session.Provider = Local{}
 func (p Local) Check(env scenarios.Environment) error {
 	switch env.Kind {
 	case "", "netns":
-		_, err := topology.Load(env.Topology)
-		return err
+		if _, err := topology.Load(env.Topology); err != nil {
+			return err
+		}
+		// Refused here, before the learner waits for a lab that cannot start.
+		if netns.FreeSlots() <= 0 {
+			return fmt.Errorf("%w: all %d sandbox slots of this host are taken", netns.ErrBusy, topology.MaxSandboxes)
+		}
+		return nil
 	case "gpu":
 		count := p.GPUs
 		if count == nil {

@@ -254,6 +254,9 @@ func takeSlot(l lease) (int, error) {
 	return 0, fmt.Errorf("%w: all %d sandbox slots are taken (run commlab sweep to free those of dead sandboxes)", ErrBusy, topology.MaxSandboxes)
 }
 
+// FreeSlots is how many more sandboxes this host can take now.
+func FreeSlots() int { return topology.MaxSandboxes - len(readSlots()) }
+
 // readSlots returns every lease, keyed by index.
 func readSlots() map[int]lease {
 	out := map[int]lease{}

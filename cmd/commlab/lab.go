@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/topology"
@@ -234,6 +236,11 @@ func newLabDownCmd(g *globals) *cobra.Command {
 					errs = append(errs, err)
 					continue
 				}
+				// Its faults go first, from the journal too, so `faults` stops
+				// listing them now rather than after the next sweep.
+				if err := revertFaultsOf(cmd.Context(), g.dataDir, id); err != nil {
+					errs = append(errs, err)
+				}
 				if err := sb.Down(cmd.Context()); err != nil {
 					errs = append(errs, err)
 					continue
@@ -318,4 +325,25 @@ func newLabSweepCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&grace, "grace", netns.DefaultUnrecordedGrace, "leave cl- objects that no sandbox records alone while younger than this (0: remove them now)")
 	return cmd
+}
+
+// revertFaultsOf reverts every journaled fault on sandbox id.
+func revertFaultsOf(ctx context.Context, dataDir, id string) error {
+	in, err := backend.OpenInjector(injector.Options{DataDir: dataDir})
+	if err != nil {
+		return err
+	}
+	faults, err := in.List()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range faults {
+		if e.Target.Sandbox == id {
+			if err := in.Revert(ctx, e.ID); err != nil {
+				errs = append(errs, fmt.Errorf("revert fault %s on %s: %w", e.ID, e.Target, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 // Placement says where a run's ranks go, as opposed to what they do.
@@ -84,6 +85,18 @@ func Args() (*pflag.FlagSet, func(args []string) (Options, Placement, error)) {
 				return o, p, fmt.Errorf("--trace %s: %w", o.Trace, err)
 			}
 			o.Trace = filepath.Join(wd, o.Trace)
+		}
+		if o.Trace != "" {
+			// Checked now, not when the run ends and the trace is written.
+			if st, err := os.Stat(filepath.Dir(o.Trace)); err != nil || !st.IsDir() {
+				return o, p, fmt.Errorf("--trace %s: directory %s does not exist", o.Trace, filepath.Dir(o.Trace))
+			}
+			if unix.Access(filepath.Dir(o.Trace), unix.W_OK) != nil {
+				return o, p, fmt.Errorf("--trace %s: directory %s is not writable", o.Trace, filepath.Dir(o.Trace))
+			}
+		}
+		if p.Timeout < 0 || p.Timeout > 24*3600 {
+			return o, p, fmt.Errorf("--timeout %d: want 1 to 86400 seconds (0: the default)", p.Timeout)
 		}
 		return o, p, o.Validate()
 	}

@@ -185,6 +185,11 @@ func Load(fsys fs.FS, opts Options) (*Course, Problems) {
 		probs.add(AssetDir, 0, "%v", err)
 		return nil, probs
 	}
+	if len(m.Modules) == 0 {
+		// Every chapter and lab would follow with an error of its own: this one is the root.
+		probs.add(ManifestFile, 1, "the manifest lists no modules (is the modules: key missing or misindented?)")
+		return nil, probs
+	}
 	c := &Course{Title: m.Title, TitleEN: m.TitleEN, Assets: assets, byID: map[string]*Chapter{}}
 	if m.Title == "" {
 		probs.add(ManifestFile, 1, "the course has no title")

@@ -240,6 +240,11 @@ func TestProblems(t *testing.T) {
 			wantAt: "chapters/ch02.md:12", want: "use ## for sections",
 		},
 		{
+			name:   "manifest without modules",
+			edit:   func(m fstest.MapFS) { m["course.yaml"].Data = []byte("title: T\n") },
+			wantAt: "course.yaml:1", want: "lists no modules",
+		},
+		{
 			// A link to /etc/shadow would put the host's file into a page.
 			name: "chapter is a symlink",
 			edit: func(m fstest.MapFS) {

@@ -139,6 +139,8 @@ type Options struct {
 	CheckFault func(kind string, params map[string]string) error
 	// ChapterExists reports whether a chapter id exists.
 	ChapterExists func(id string) bool
+	// CheckBench validates workload.bench, the argv of commlab bench.
+	CheckBench func(argv []string) error
 }
 
 // Catalog is a set of loaded scenarios.
@@ -423,6 +425,11 @@ func (v *validator) checkWorkload(w *Workload, kind string) {
 		}
 		if w.Metric != "" && w.Metric != "busbw" {
 			v.at("$.workload.metric", "a bench workload reports busbw, got metric %q", w.Metric)
+		}
+		if len(w.Bench) > 0 && v.opts.CheckBench != nil {
+			if err := v.opts.CheckBench(w.Bench); err != nil {
+				v.at("$.workload.bench", "%v", err)
+			}
 		}
 		return
 	}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path"
+	"sort"
 
+	"github.com/commlab/commlab/bench"
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/topology"
@@ -17,9 +20,16 @@ type content struct {
 	scenarios *scenarios.Catalog
 }
 
-// loadContent loads and cross-checks the course and the scenarios. courseDir overrides
-// the embedded course (authors); problems are returned with repository-relative paths.
-func loadContent(courseDir string) (*content, []string) {
+// loadContent loads and cross-checks the course and the embedded scenarios. courseDir
+// overrides the embedded course (authors); problems are returned with repository-relative
+// paths.
+func loadContent(courseDir string) (*content, []string) { return loadContentFrom(courseDir, "") }
+
+// loadContentFrom is loadContent with scenarioDir, when set, read instead of the
+// embedded catalog (authors checking scenario files outside the binary). A course
+// that cannot load at all is reported alone: every scenario would otherwise
+// follow with an "unknown chapter" of its own.
+func loadContentFrom(courseDir, scenarioDir string) (*content, []string) {
 	reg, err := injector.NewRegistry(injector.Builtin()...)
 	if err != nil {
 		return nil, []string{err.Error()}
@@ -27,12 +37,23 @@ func loadContent(courseDir string) (*content, []string) {
 	cfs, prefix := contentFS(courseDir)
 	// The chapters a scenario may name are those of the manifest, whatever is written.
 	chapterIDs := map[string]bool{}
-	if probe, _ := course.Load(cfs, course.Options{LabExists: func(string) bool { return true }}); probe != nil {
-		for _, ch := range probe.Chapters() {
-			chapterIDs[ch.ID] = true
-		}
+	probe, pprobs := course.Load(cfs, course.Options{LabExists: func(string) bool { return true }})
+	if probe == nil {
+		return nil, located(pprobs, prefix)
 	}
-	cat, sprobs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
+	for _, ch := range probe.Chapters() {
+		chapterIDs[ch.ID] = true
+	}
+	sfs, sdir, sprefix := scenarios.Embedded(), scenarios.CatalogDir, "scenarios"
+	if scenarioDir != "" {
+		r, err := os.OpenRoot(scenarioDir)
+		if err != nil {
+			return nil, []string{err.Error()}
+		}
+		defer r.Close()
+		sfs, sdir, sprefix = r.FS(), ".", scenarioDir
+	}
+	cat, sprobs := scenarios.Load(sfs, sdir, scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {
 			t, err := topology.Builtin(name)
 			if err != nil {
@@ -58,22 +79,27 @@ func loadContent(courseDir string) (*content, []string) {
 			return f.Validate()
 		},
 		ChapterExists: func(id string) bool { return chapterIDs[id] },
+		CheckBench: func(argv []string) error {
+			_, _, err := bench.ParseArgs(argv)
+			return err
+		},
 	})
-	var probs []string
-	for _, p := range sprobs {
-		probs = append(probs, path.Join("scenarios", p.Error()))
-	}
 	opts := course.Options{LabExists: func(id string) bool { _, ok := cat.Get(id); return ok }}
 	c, cprobs := course.Load(cfs, opts)
-	if len(cprobs) > 0 {
-		probs = append(probs, located(cprobs, prefix)...)
+	// The manifest's own problems first: the others often follow from them.
+	sort.SliceStable(cprobs, func(i, j int) bool {
+		return cprobs[i].File == course.ManifestFile && cprobs[j].File != course.ManifestFile
+	})
+	probs := located(cprobs, prefix)
+	for _, p := range sprobs {
+		probs = append(probs, path.Join(sprefix, p.Error()))
 	}
 	// Every scenario belongs to a written chapter that lists it.
 	if c != nil && cat != nil {
 		for _, s := range cat.All() {
 			ch, ok := c.Chapter(s.Chapter)
 			if ok && ch.Written() && !contains(ch.Labs, s.ID) {
-				probs = append(probs, fmt.Sprintf("%s: scenario %s belongs to %s, but %s does not list it in labs:", path.Join("scenarios", s.File), s.ID, s.Chapter, path.Join(prefix, ch.File)))
+				probs = append(probs, fmt.Sprintf("%s: scenario %s belongs to %s, but %s does not list it in labs:", path.Join(sprefix, s.File), s.ID, s.Chapter, path.Join(prefix, ch.File)))
 			}
 		}
 	}

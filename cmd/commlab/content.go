@@ -17,7 +17,7 @@ func newContentCmd(g *globals) *cobra.Command {
 		Use:   "content",
 		Short: "Work with the course content",
 	}
-	var dir string
+	var dir, scenarioDir string
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Validate the course and the lab scenarios; print each problem as file:line: message",
@@ -28,7 +28,7 @@ and in scenarios unknown topologies, fault kinds or classes, parameters out of r
 any variant, evidence patterns that do not compile. It exits non-zero on any problem.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ct, probs := loadContent(dir)
+			ct, probs := loadContentFrom(dir, scenarioDir)
 			if len(probs) > 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(probs, "\n"))
 				return fmt.Errorf("%d problem(s) in the course content", len(probs))
@@ -45,6 +45,7 @@ any variant, evidence patterns that do not compile. It exits non-zero on any pro
 		},
 	}
 	check.Flags().StringVar(&dir, "content", "", "content directory to check instead of the embedded course (e.g. course/content)")
+	check.Flags().StringVar(&scenarioDir, "scenarios", "", "scenario directory to check instead of the embedded catalog (e.g. scenarios/catalog)")
 	cmd.AddCommand(check)
 	return cmd
 }

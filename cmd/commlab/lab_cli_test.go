@@ -23,18 +23,6 @@ func labCLI(t *testing.T, data string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// rootCLI runs `commlab --data data args...` in process.
-func rootCLI(t *testing.T, data string, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(append([]string{"--data", data}, args...))
-	root.SetOut(&out)
-	root.SetErr(&out)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
-}
-
 func TestLabPlan(t *testing.T) {
 	out, err := labCLI(t, t.TempDir(), "plan", "4x2", "--index", "3")
 	if err != nil {
@@ -85,14 +73,14 @@ func TestLabUpListDown(t *testing.T) {
 		t.Errorf("lab list: %v\n%s", err, out)
 	}
 	// A fault on the sandbox goes with it: `faults` lists it no longer.
-	if out, err := rootCLI(t, data, "inject", "--sandbox", id, "--node", "node1", "--kind", "nic-down", "--nic", "rdma0", "--ttl", "5m"); err != nil {
+	if out, err := cli(t, data, "inject", "--sandbox", id, "--node", "node1", "--kind", "nic-down", "--nic", "rdma0", "--ttl", "5m"); err != nil {
 		t.Fatalf("inject: %v\n%s", err, out)
 	}
 	out, err = labCLI(t, data, "down", id)
 	if err != nil || !strings.Contains(out, "sandbox "+id+" removed") {
 		t.Errorf("lab down: %v\n%s", err, out)
 	}
-	if out, err := rootCLI(t, data, "faults"); err != nil || strings.Contains(out, id) {
+	if out, err := cli(t, data, "faults"); err != nil || strings.Contains(out, id) {
 		t.Errorf("faults after lab down (%v) still lists the sandbox's fault:\n%s", err, out)
 	}
 	ns, _ = exec.Command("ip", "netns", "list").CombinedOutput()

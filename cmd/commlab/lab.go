@@ -99,7 +99,9 @@ at once and the sandbox lives until 'lab down', its TTL, or a sweep after the TT
 				upCtx = context.WithoutCancel(ctx)
 			}
 			t0 := time.Now()
-			if err := sb.Up(upCtx); err != nil {
+			if err := sb.Up(upCtx); errors.Is(err, netns.ErrBusy) {
+				return fmt.Errorf("%w ('commlab lab sweep' frees those of dead sandboxes)", err)
+			} else if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()

@@ -251,7 +251,8 @@ func takeSlot(l lease) (int, error) {
 		}
 		return i, nil
 	}
-	return 0, fmt.Errorf("%w: all %d sandbox slots are taken (run commlab sweep to free those of dead sandboxes)", ErrBusy, topology.MaxSandboxes)
+	// No operator advice here: a learner's lab page may show this error.
+	return 0, fmt.Errorf("%w: all %d sandbox slots are taken", ErrBusy, topology.MaxSandboxes)
 }
 
 // FreeSlots is how many more sandboxes this host can take now.

@@ -126,7 +126,7 @@ func idKey(password, salt []byte, p Argon2Params) []byte {
 	key := argon2.IDKey(password, salt, p.Time, p.Memory, p.Threads, p.KeyLen)
 	<-hashSlots
 	if hashing.Add(-1) == 0 {
-		debug.FreeOSMemory()
+		go debug.FreeOSMemory() // off the request's path
 	}
 	return key
 }

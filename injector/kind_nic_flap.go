@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -8,9 +9,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,12 +22,26 @@ import (
 // until its deadline. A detached helper process drives it (journaled by pid and
 // tagged with the fault id), so the flapping neither dies with the process that
 // applied it nor outlives its revert; the revert stops the helper and sets the
-// NIC up, also when the helper was killed while the NIC was down.
+// link up, also when the helper was killed while it was down.
+//
+// Mode admin sets the NIC itself down: the kernel drops its routes, so connects
+// fail at once with ENETUNREACH (which NCCL does not retry). Mode carrier sets
+// the far end of the NIC's veth down, as a pulled cable or a dead optic does: the
+// NIC stays administratively UP with NO-CARRIER (state DOWN), its routes stay
+// (marked linkdown), ARP fails, and connects fail after about 3 s with
+// EHOSTUNREACH or time out, which NCCL retries.
 type NICFlap struct {
 	NIC    string   `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma1"`
 	Period Duration `json:"period" param:"period" doc:"length of one down+up cycle, 200ms to 1h"`
-	Duty   Percent  `json:"duty" param:"duty" doc:"share of each period the NIC is down, 1% to 99%"`
+	Duty   Percent  `json:"duty" param:"duty" doc:"share of each period the link is down, 1% to 99%"`
+	Mode   string   `json:"mode,omitempty" param:"mode" doc:"admin (ip link set down on the NIC, the default) or carrier (the far end of its veth goes down: NO-CARRIER, routes kept)"`
 }
+
+// Flap modes.
+const (
+	FlapAdmin   = "admin"
+	FlapCarrier = "carrier"
+)
 
 var _ Fault = (*NICFlap)(nil)
 
@@ -49,6 +67,9 @@ func (f *NICFlap) Validate() error {
 	if f.Duty < 100 || f.Duty > 9900 {
 		return invalid("duty %s: want 1%% to 99%%", f.Duty)
 	}
+	if f.Mode != "" && f.Mode != FlapAdmin && f.Mode != FlapCarrier {
+		return invalid("mode %q: want admin or carrier", f.Mode)
+	}
 	return nil
 }
 
@@ -61,11 +82,97 @@ func (f *NICFlap) phases() (down, up time.Duration) {
 	return down, p - down
 }
 
-// Command implements Fault.
-func (f *NICFlap) Command(Target) []string {
+// Command implements Fault. In carrier mode it names the far end it toggles
+// (from the host: ip -n <fabric namespace>).
+func (f *NICFlap) Command(t Target) []string {
 	down, up := f.phases()
-	return []string{fmt.Sprintf("while :; do ip link set dev %s down; sleep %g; ip link set dev %s up; sleep %g; done",
-		f.NIC, down.Seconds(), f.NIC, up.Seconds())}
+	ip := "ip link set dev " + f.NIC
+	if f.Mode == FlapCarrier {
+		ip = "ip link set dev <far end of " + f.NIC + "'s veth>"
+		if h, err := netlinkAt(t); err == nil {
+			if l, err := h.LinkByName(f.NIC); err == nil {
+				if far, err := farEnd(h, t, l); err == nil {
+					ip = fmt.Sprintf("ip -n %s link set dev %s", far.Target.netnsName(), far.NIC)
+				}
+			}
+			h.Close()
+		}
+	}
+	return []string{fmt.Sprintf("while :; do %s down; sleep %g; %s up; sleep %g; done",
+		ip, down.Seconds(), ip, up.Seconds())}
+}
+
+// link is a NIC in a namespace, identified by name and index.
+type link struct {
+	Target Target
+	NIC    string
+	Index  int
+}
+
+// farEnd finds the other end of the veth l: the link with l's peer index in
+// the commlab namespace whose netns id (as l's namespace numbers it) l reports.
+func farEnd(h *netlink.Handle, t Target, l netlink.Link) (link, error) {
+	if l.Type() != "veth" {
+		return link{}, invalid("carrier mode needs a veth; %s on %s is a %s", l.Attrs().Name, t, l.Type())
+	}
+	idx, nsid := l.Attrs().ParentIndex, l.Attrs().NetNsID
+	if nsid < 0 { // both ends in the node's namespace
+		p, err := h.LinkByIndex(idx)
+		if err != nil {
+			return link{}, fmt.Errorf("far end of %s: %w", l.Attrs().Name, err)
+		}
+		return link{Target: t, NIC: p.Attrs().Name, Index: idx}, nil
+	}
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil {
+		return link{}, err
+	}
+	for _, e := range ents {
+		if validNetNS(e.Name()) != nil {
+			continue
+		}
+		ns, err := netns.GetFromPath(filepath.Join(netnsDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		far, err := farEndIn(h, ns, nsid, idx)
+		var st unix.Stat_t
+		if err == nil {
+			err = unix.Fstat(int(ns), &st)
+		}
+		ns.Close()
+		if errors.Is(err, errNotThis) {
+			continue
+		}
+		if err != nil {
+			return link{}, fmt.Errorf("far end of %s in %s: %w", l.Attrs().Name, e.Name(), err)
+		}
+		return link{Target: Target{NetNS: e.Name(), NetNSInode: st.Ino, BootID: t.BootID}, NIC: far.Attrs().Name, Index: idx}, nil
+	}
+	return link{}, fmt.Errorf("far end of %s on %s: not in any commlab namespace", l.Attrs().Name, t)
+}
+
+var errNotThis = errors.New("not this namespace")
+
+func farEndIn(h *netlink.Handle, ns netns.NsHandle, nsid, idx int) (netlink.Link, error) {
+	if id, err := h.GetNetNsIdByFd(int(ns)); err != nil || id != nsid {
+		return nil, errNotThis
+	}
+	fh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return fh.LinkByIndex(idx)
+}
+
+// hasCarrier reports whether nic has a lower layer up (carrier).
+func hasCarrier(h *netlink.Handle, nic string) (bool, error) {
+	l, err := h.LinkByName(nic)
+	if err != nil {
+		return false, err
+	}
+	return l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0, nil
 }
 
 // Apply implements Fault.
@@ -85,14 +192,26 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	if up, _ := linkUp(h, f.NIC); !up {
 		return nil, invalid("%s on %s is down already; a flap needs it up", f.NIC, t)
 	}
-	u := &linkStateUndo{Target: t, NIC: f.NIC, Index: l.Attrs().Index, WasUp: true, FaultID: op.ID}
+	// The link the helper toggles: the NIC, or the far end of its veth.
+	toggled := link{Target: t, NIC: f.NIC, Index: l.Attrs().Index}
+	wentDown := func() (bool, error) { up, err := linkUp(h, f.NIC); return !up, err }
+	if f.Mode == FlapCarrier {
+		if c, _ := hasCarrier(h, f.NIC); !c {
+			return nil, invalid("%s on %s has no carrier already; a flap needs it", f.NIC, t)
+		}
+		if toggled, err = farEnd(h, t, l); err != nil {
+			return nil, err
+		}
+		wentDown = func() (bool, error) { c, err := hasCarrier(h, f.NIC); return !c, err }
+	}
+	u := &linkStateUndo{Target: toggled.Target, NIC: toggled.NIC, Index: toggled.Index, WasUp: true, FaultID: op.ID}
 	if err := op.Record(u); err != nil {
 		return nil, err
 	}
 	down, up := f.phases()
 	argv := append(append([]string(nil), op.Helper...), "flap",
-		"-netns", t.netnsName(), "-inode", strconv.FormatUint(t.NetNSInode, 10), "-boot", t.BootID,
-		"-nic", f.NIC, "-index", strconv.Itoa(u.Index),
+		"-netns", u.Target.netnsName(), "-inode", strconv.FormatUint(u.Target.NetNSInode, 10), "-boot", t.BootID,
+		"-nic", u.NIC, "-index", strconv.Itoa(u.Index),
 		"-down", down.String(), "-up", up.String(), "-deadline", strconv.FormatInt(op.Deadline.UnixNano(), 10))
 	p, release, err := spawn(op.Helper, op.ID, argv)
 	if err != nil {
@@ -105,17 +224,17 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	if err := release(true); err != nil {
 		return u, err
 	}
-	// Read back: the first phase takes the link down.
+	// Read back: the first phase takes the NIC down (or its carrier away).
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		if up, err := linkUp(h, f.NIC); err == nil && !up {
+		if down, err := wentDown(); err == nil && down {
 			return u, nil
 		}
 		if !p.alive() {
 			return u, fmt.Errorf("the flap helper exited at once (see %s)", argv[0])
 		}
 		if time.Now().After(deadline) {
-			return u, fmt.Errorf("read back %s: never went down within 2s", f.NIC)
+			return u, fmt.Errorf("read back %s: never went down (%s mode) within 2s", f.NIC, cmp.Or(f.Mode, FlapAdmin))
 		}
 		select {
 		case <-ctx.Done():

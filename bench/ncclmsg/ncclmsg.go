@@ -174,6 +174,9 @@ type SocketMsgs struct {
 	NoPollout Msg // WARN (2.24-2.26): poll() without POLLOUT (ncclSystemError)
 	// RetrySubsys is the Retry line's subsystem mask: ALL before 2.27, NET|INIT after.
 	RetrySubsys string
+	// NamesPeer: from 2.27 the Retry and Exceeded lines name the peer
+	// ("connect to <ip><port> returned ...").
+	NamesPeer bool
 }
 
 // Socket returns r's connect messages.
@@ -188,6 +191,7 @@ func (r Release) Socket() SocketMsgs {
 			Retry:       at(l[1], "%s: connect to %s returned %s, retrying (%d/%ld) after sleep for %u msec"),
 			Failed:      at(l[2], "%s: connect to %s failed : %s"),
 			RetrySubsys: "NET|INIT",
+			NamesPeer:   true,
 		}
 	}
 	l := map[int][4]int{24: {543, 547, 555, 582}, 25: {543, 547, 555, 582}, 26: {544, 548, 556, 583}}[r.Minor]

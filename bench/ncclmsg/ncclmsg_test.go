@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,3 +147,62 @@ func TestParseRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedLines: lines real NCCL printed (the H200 recording, NCCL 2.28.9,
+// and lines from public logs) match the formats, so a format the emulation
+// prints is one NCCL prints.
+func TestRecordedLines(t *testing.T) {
+	var lines []string
+	for _, f := range []string{"h200/nccl-info.log", "public/net-socket-send.log", "public/socket-abort.log"} {
+		b, err := os.ReadFile("../../nccl/testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(string(b), "\n")...)
+	}
+	body := func(l string) string { // after "host:pid:tid [dev] NCCL INFO "
+		if _, rest, ok := strings.Cut(l, " NCCL INFO "); ok {
+			return rest
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		m      Msg
+		prefix bool // the format is the line's beginning
+	}{
+		{Bootstrap, false}, {IBNoDevice, false}, {IBUsing, false}, {PluginFailed, false}, {PluginInit, false},
+		{PluginAssign, false}, {SocketUsing, false}, {UsingNetwork, false}, {EnvParam, false}, {InitStart, false},
+		{InitComplete, false}, {Trees, false}, {P2PChunksize, false}, {RingPrefix, true}, {ViaNetSend, false},
+		{ViaSHM, false}, {VersionBanner, true},
+	} {
+		re := tc.m.Regexp().String()
+		if tc.prefix {
+			re = strings.TrimSuffix(re, "$")
+		}
+		found := ""
+		for _, l := range lines {
+			if b := body(l); b != "" && regexpMatch(re, b) {
+				found = l
+				break
+			}
+		}
+		if found == "" {
+			t.Errorf("%s %q: no recorded line matches %s", tc.m.Src, tc.m.Format, re)
+		}
+	}
+	warn := strings.TrimSuffix(WarnPrefix.Regexp().String(), "$")
+	n := 0
+	for _, l := range lines {
+		if i := strings.Index(l, " ["); i > 0 && strings.Contains(l, "NCCL WARN") {
+			n++
+			if !regexpMatch(warn, l[i+1:]) {
+				t.Errorf("recorded WARN line %q does not match %s", l, warn)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no recorded WARN line")
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

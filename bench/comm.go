@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/commlab/commlab/bench/bootstrap"
+	"github.com/commlab/commlab/bench/ncclmsg"
+	"github.com/commlab/commlab/bench/ncclsock"
 	"github.com/commlab/commlab/bench/trace"
 	"github.com/commlab/commlab/bench/transport"
 )
@@ -73,11 +76,7 @@ func nodeIdentity(node string) string {
 }
 
 // pickDevices returns the bootstrap interface, the NET devices and the NET kind.
-func pickDevices(env Env, lg *ncclLog) (boot transport.Device, devs []transport.Device, kind transport.Kind, err error) {
-	all, err := listIfaces()
-	if err != nil {
-		return boot, nil, 0, err
-	}
+func pickDevices(env Env, lg *ncclLog, all []transport.Device) (boot transport.Device, devs []transport.Device, kind transport.Kind, err error) {
 	sock := socketDevices(env.SocketIfname, all)
 	if len(sock) == 0 {
 		if env.SocketIfname != "" {
@@ -86,45 +85,72 @@ func pickDevices(env Env, lg *ncclLog) (boot transport.Device, devs []transport.
 		return boot, nil, 0, fmt.Errorf("no usable network interface (interfaces: %s)", devList(all, false))
 	}
 	boot = sock[0]
+	// As NCCL 2.28 initialises its NET plugins: IB first, then Socket.
 	if !env.IBDisable && env.Net != "Socket" {
 		ib := ibDevices(env.IBHCA, all)
+		if len(ib) == 0 {
+			lg.Info("INIT|NET", "%s", ncclmsg.IBNoDevice.Sprintf())
+		}
+		lg.Info("INIT|NET", "%s", ncclmsg.IBUsing.Sprintf(usingList(ib, true), "[RO]", boot.Name, boot.IP.String()+"<0>"))
 		if len(ib) > 0 {
-			lg.Info("INIT|NET", "NET/IB : Using %s [RO]; OOB %s:%s<0>", devList(ib, true), boot.Name, boot.IP)
-			lg.Info("INIT|NET", "Using network IB")
+			usingNet(lg, "IB")
 			return boot, ib, transport.IB, nil
 		}
-		lg.Info("INIT|NET", "NET/IB : No device found.")
 		if env.Net == "IB" {
 			return boot, nil, 0, errors.New("NCCL_NET=IB but no RoCE device found (emulated HCAs are interfaces named rdma*, or those NCCL_IB_HCA names)")
 		}
 	} else if env.IBDisable && env.Net == "IB" {
 		return boot, nil, 0, errors.New("NCCL_NET=IB contradicts NCCL_IB_DISABLE=1")
 	}
-	lg.Info("INIT|NET", "NET/Socket : Using %s", devList(sock, false))
-	lg.Info("INIT|NET", "Using network Socket")
+	lg.Info("INIT|NET", "%s", ncclmsg.PluginFailed.Sprintf("IB"))
+	lg.Info("INIT|NET", "%s", ncclmsg.SocketUsing.Sprintf(usingList(sock, false)))
+	usingNet(lg, "Socket")
 	return boot, sock, transport.Socket, nil
+}
+
+// usingList is the device list of NCCL's "NET/... : Using" lines: " [i]dev..." each.
+func usingList(devs []transport.Device, ib bool) string {
+	if len(devs) == 0 {
+		return ""
+	}
+	return " " + devList(devs, ib)
+}
+
+// usingNet prints what NCCL prints once a NET plugin is chosen.
+func usingNet(lg *ncclLog, name string) {
+	lg.Info("INIT|NET", "%s", ncclmsg.PluginInit.Sprintf(name))
+	lg.Info("INIT|NET", "%s", ncclmsg.PluginAssign.Sprintf(name))
+	lg.Info("INIT", "%s", ncclmsg.UsingNetwork.Sprintf(name))
 }
 
 // NewComm joins the communicator: bootstrap, exchange of addresses, rings and
 // trees, and their connections, logging as NCCL does.
 func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 	env, lg := cfg.Env, cfg.Log
-	boot, devs, kind, err := pickDevices(env, lg)
+	ifaces, err := listIfaces()
 	if err != nil {
 		return nil, err
 	}
-	lg.Info("BOOTSTRAP", "Bootstrap : Using %s:%s<0>", boot.Name, boot.IP)
+	if sock := socketDevices(env.SocketIfname, ifaces); len(sock) > 0 {
+		lg.Info("BOOTSTRAP", "%s", ncclmsg.Bootstrap.Sprintf(fmt.Sprintf(" %s:%s<0>", sock[0].Name, sock[0].IP)))
+	}
 	if cfg.Rank == 0 {
 		lg.Version()
 	}
 	for _, s := range env.Set {
-		lg.Info("ENV", "%s", s)
+		lg.Info(s.subs, "%s", s.text)
+	}
+	boot, devs, kind, err := pickDevices(env, lg, ifaces)
+	if err != nil {
+		return nil, err
 	}
 	c := &Comm{
 		Rank: cfg.Rank, NRanks: cfg.NRanks, env: env, log: lg, netKind: kind, nch: env.Channels(),
 		rec: cfg.Recorder, id: cfg.ID.Magic,
 		sends: map[[2]int]transport.Conn{}, recvs: map[[2]int]transport.Conn{}, p2p: map[[2]int]bool{},
 	}
+	// TCP connects (bootstrap, NET/Socket, RoCE setup) behave as in the release emulated.
+	connect := ncclsock.Dialer{Release: env.Release, Log: lg}
 	c.slice = max(env.BuffSize/8, 4096) &^ 3
 	ep, err := transport.Listen(transport.Config{
 		CommID: cfg.ID.Magic, Rank: cfg.Rank,
@@ -133,8 +159,9 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		IBTimeout: env.IBAckTimeout(), IBRetry: env.IBRetryCnt, RocePort: env.RocePort,
 		IBWindow: env.BuffSize / 4,
 		ShmDir:   env.ShmDir, SetupTimeout: env.Timeout,
+		Connect: connect,
 		OnError: func(err error) {
-			c.log.Warn("bench/transport/ib.go", "%v", err)
+			c.warnNCCL(err)
 			c.abort(err)
 		},
 	})
@@ -142,7 +169,7 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		return nil, err
 	}
 	c.ep = ep
-	bs, err := bootstrap.Init(ctx, cfg.ID, cfg.Rank, cfg.NRanks, boot.IP, env.Timeout)
+	bs, err := bootstrap.Init(ctx, cfg.ID, cfg.Rank, cfg.NRanks, boot.IP, env.Timeout, connect)
 	if err != nil {
 		ep.Close()
 		return nil, err
@@ -167,14 +194,21 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 				cfg.Rank, me.Net, i, c.info[i].Node, c.info[i].Net)
 		}
 	}
-	lg.Info("INIT", "comm %#x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId %#x - Init START", c.id&0xffffffffffff, c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id)
+	lg.Info("INIT", "%s", ncclmsg.InitStart.Sprintf(initFunc, c.handle(), c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id))
 	if err := c.connectAll(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
-	lg.Info("INIT", "comm %#x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId %#x - Init COMPLETE", c.id&0xffffffffffff, c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id)
+	lg.Info("INIT", "%s", ncclmsg.InitComplete.Sprintf(initFunc, c.handle(), c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id))
 	return c, nil
 }
+
+// initFunc is the API call NCCL names in the Init lines; nccl-tests calls
+// ncclCommInitRank, which NCCL 2.28 runs as ncclCommInitRankConfig.
+const initFunc = "ncclCommInitRankConfig"
+
+// handle stands for the ncclComm_t pointer NCCL prints.
+func (c *Comm) handle() uint64 { return c.id & 0xffffffffffff }
 
 func kindName(k transport.Kind) string {
 	if k == transport.IB {
@@ -199,11 +233,22 @@ func (c *Comm) kindFor(peer int) transport.Kind {
 	return c.netKind
 }
 
-func via(k transport.Kind, dev int) string {
-	if k.IsNet() {
-		return fmt.Sprintf("%s/%d", k, dev)
+// logConn prints the line NCCL's transport prints for a connection from rank
+// src to rank dst (the sender's line for P2P and SHM, both ends' for NET).
+func (c *Comm) logConn(ch, connIndex, src, dst int, k transport.Kind, dev int, side string) {
+	s, d := c.info[src].LocalRank, c.info[dst].LocalRank
+	switch k {
+	case transport.P2P:
+		c.log.Info("INIT|P2P", "%s", ncclmsg.ViaP2P.Sprintf(ch, connIndex, src, s, dst, d, "CUMEM", "", ""))
+	case transport.SHM:
+		c.log.Info("INIT|SHM", "%s", ncclmsg.ViaSHM.Sprintf(ch, src, s, dst, d, "direct", "direct"))
+	case transport.Socket, transport.IB:
+		m := ncclmsg.ViaNetSend
+		if side == "receive" {
+			m = ncclmsg.ViaNetRecv
+		}
+		c.log.Info("INIT|NET", "%s", m.Sprintf(ch, connIndex, src, s, dst, d, kindName(k), dev, "", "", ""))
 	}
-	return k.String()
 }
 
 // ringNext and ringPrev: ranks are placed node by node, so the identity ring
@@ -247,11 +292,12 @@ type link struct{ peer, ch int }
 func (c *Comm) connectAll(ctx context.Context) error {
 	if c.Rank == 0 {
 		ring := ""
+		w := len(strconv.Itoa(c.NRanks - 1)) // " %*d", rings.cc:15
 		for i := range c.NRanks {
-			ring += fmt.Sprintf(" %d", i)
+			ring += fmt.Sprintf(" %*d", w, i)
 		}
 		for ch := range c.nch {
-			c.log.Info("INIT", "Channel %02d/%02d :%s", ch, c.nch, ring)
+			c.log.Info("INIT", "%s%s", ncclmsg.RingPrefix.Sprintf(ch, c.nch), ring)
 		}
 	}
 	trees := ""
@@ -261,11 +307,11 @@ func (c *Comm) connectAll(ctx context.Context) error {
 		copy(k, kids)
 		trees += fmt.Sprintf(" [%d] %d/%d/%d->%d->%d", ch, k[0], k[1], k[2], c.Rank, p)
 	}
-	c.log.Info("INIT", "Trees%s", trees)
-	c.log.Info("INIT", "P2P Chunksize set to %d", c.slice)
+	c.log.Info("INIT", "%s", ncclmsg.Trees.Sprintf(trees))
+	c.log.Info("INIT", "%s", ncclmsg.P2PChunksize.Sprintf(c.slice))
 	if c.NRanks == 1 {
-		c.log.Info("INIT", "Connected all rings")
-		c.log.Info("INIT", "Connected all trees")
+		c.connectedRings()
+		c.log.Info("INIT", "%s", ncclmsg.ConnTrees.Sprintf())
 		return nil
 	}
 	var ringS, ringR, treeS, treeR []link
@@ -276,7 +322,7 @@ func (c *Comm) connectAll(ctx context.Context) error {
 	if err := c.connect(ctx, ringS, ringR, 0); err != nil {
 		return err
 	}
-	c.log.Info("INIT", "Connected all rings")
+	c.connectedRings()
 	for ch := range c.nch {
 		p, kids := c.tree(ch%2, 0)
 		for _, k := range append(kids, p) {
@@ -289,9 +335,24 @@ func (c *Comm) connectAll(ctx context.Context) error {
 	if err := c.connect(ctx, treeS, treeR, 0); err != nil {
 		return err
 	}
-	c.log.Info("INIT", "Connected all trees")
+	c.log.Info("INIT", "%s", ncclmsg.ConnTrees.Sprintf())
 	return nil
 }
+
+// warnNCCL prints the WARN line NCCL prints for err, if NCCL has one (socket
+// connect failures print theirs where they happen).
+func (c *Comm) warnNCCL(err error) {
+	var w interface {
+		error
+		NCCLSrc() string
+	}
+	if errors.As(err, &w) {
+		c.log.Warn(w.NCCLSrc(), "%s", w.Error())
+	}
+}
+
+// connectedRings prints NCCL's line; no PXN and no GPU Direct RDMA here.
+func (c *Comm) connectedRings() { c.log.Info("INIT", "%s", ncclmsg.ConnRings.Sprintf(0, 0)) }
 
 func (c *Comm) has(peer, ch int) bool {
 	c.mu.Lock()
@@ -341,17 +402,13 @@ func (c *Comm) sendConn(ctx context.Context, peer, ch, connIndex int) (transport
 	dev := ch
 	conn, err := c.ep.Dial(ctx, kind, peer, c.info[peer].Addr, ch, dev)
 	if err != nil {
-		c.log.Warn("bench/comm.go", "%v", err)
+		c.warnNCCL(err)
 		return nil, fmt.Errorf("channel %02d: rank %d -> rank %d (%s): %w", ch, c.Rank, peer, c.info[peer].Node, err)
 	}
 	c.mu.Lock()
 	c.sends[k] = conn
 	c.mu.Unlock()
-	tag := ""
-	if kind.IsNet() {
-		tag = " [send]"
-	}
-	c.log.Info("INIT|P2P", "Channel %02d/%d : %d[%d] -> %d[%d]%s via %s", ch, connIndex, c.Rank, c.info[c.Rank].LocalRank, peer, c.info[peer].LocalRank, tag, via(kind, conn.Dev()))
+	c.logConn(ch, connIndex, c.Rank, peer, kind, conn.Dev(), "send")
 	return conn, nil
 }
 
@@ -371,7 +428,7 @@ func (c *Comm) recvConn(ctx context.Context, peer, ch, connIndex int) (transport
 	c.recvs[k] = conn
 	c.mu.Unlock()
 	if conn.Kind().IsNet() {
-		c.log.Info("INIT|P2P", "Channel %02d/%d : %d[%d] -> %d[%d] [receive] via %s", ch, connIndex, peer, c.info[peer].LocalRank, c.Rank, c.info[c.Rank].LocalRank, via(conn.Kind(), conn.Dev()))
+		c.logConn(ch, connIndex, peer, c.Rank, conn.Kind(), conn.Dev(), "receive")
 	}
 	return conn, nil
 }

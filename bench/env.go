@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/commlab/commlab/bench/ncclmsg"
 )
 
 // Env is the NCCL-like configuration a rank reads from its environment. Every
@@ -30,7 +32,9 @@ type Env struct {
 	IBRetryCnt   int             // NCCL_IB_RETRY_CNT
 	BuffSize     int             // NCCL_BUFFSIZE
 	CommID       string          // NCCL_COMM_ID (ip:port of the bootstrap root)
-	Set          []string        // NCCL_* variables that were set, for the ENV lines
+	Set          []envLine       // what NCCL prints for the variables it reads that were set
+
+	Release ncclmsg.Release // COMMLAB_BENCH_NCCL_VERSION: the NCCL release whose behaviour is emulated (2.28.9)
 
 	Timeout  time.Duration // COMMLAB_BENCH_TIMEOUT: bootstrap, setup and per-operation watchdog
 	RocePort int           // COMMLAB_BENCH_ROCE_PORT (4791)
@@ -69,10 +73,14 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 	if e.ShmDir == "" {
 		e.ShmDir = "/dev/shm"
 	}
-	for _, k := range envNames {
-		if getenv(k) != "" {
-			e.Set = append(e.Set, k+" set by environment to "+getenv(k))
+	e.Set = envLines(getenv)
+	e.Release = ncclmsg.Default
+	if v := getenv("COMMLAB_BENCH_NCCL_VERSION"); v != "" {
+		r, err := ncclmsg.ParseRelease(v)
+		if err != nil {
+			return e, fmt.Errorf("COMMLAB_BENCH_NCCL_VERSION=%w", err)
 		}
+		e.Release = r
 	}
 	switch e.Debug {
 	case "", "VERSION", "WARN", "INFO", "TRACE", "ABORT":
@@ -94,7 +102,8 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 		if v == "" {
 			return
 		}
-		n, perr := strconv.Atoi(v)
+		n64, perr := strconv.ParseInt(v, 0, 64) // strtoll(v, NULL, 0), as NCCL_PARAM
+		n := int(n64)
 		if perr != nil {
 			err = fmt.Errorf("%s=%q: want 0 or 1", name, v)
 			return
@@ -110,7 +119,8 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 		if v == "" {
 			return
 		}
-		n, perr := strconv.Atoi(v)
+		n64, perr := strconv.ParseInt(v, 0, 64) // strtoll(v, NULL, 0), as NCCL_PARAM
+		n := int(n64)
 		if perr != nil || n < lo || n > hi {
 			err = fmt.Errorf("%s=%q: want an integer from %d to %d", name, v, lo, hi)
 			return
@@ -160,12 +170,65 @@ func ParseEnv(getenv func(string) string) (Env, error) {
 	return e, nil
 }
 
-// envNames are the variables reported in NCCL_DEBUG=INFO's ENV lines.
-var envNames = []string{
-	"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
-	"NCCL_SHM_DISABLE", "NCCL_NET", "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
-	"NCCL_NSOCKS_PERTHREAD", "NCCL_SOCKET_NTHREADS", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT",
-	"NCCL_BUFFSIZE", "NCCL_COMM_ID",
+// envLine is one line NCCL prints about a variable set in the environment.
+type envLine struct {
+	subs string // debug subsystems
+	text string
+}
+
+// envLines are the lines NCCL 2.28.9 prints for the variables the emulation
+// reads, each in the format of the place NCCL reads it: NCCL_PARAM variables
+// print their value as an integer followed by a period; the others print the
+// string as given, without a period; NCCL_IB_HCA prints "set to"; NCCL_NET
+// prints nothing.
+func envLines(getenv func(string) string) []envLine {
+	var out []envLine
+	param := func(name string) {
+		if v := getenv(name); v != "" {
+			n, err := strconv.ParseInt(v, 0, 64) // strtoll(str, NULL, 0)
+			if err != nil {
+				return // NCCL prints "Invalid value ..." and ParseEnv rejects it
+			}
+			out = append(out, envLine{"ENV", ncclmsg.EnvParam.Sprintf(name, n)})
+		}
+	}
+	str := func(name string, m ncclmsg.Msg, subs string) {
+		if v := getenv(name); v != "" {
+			out = append(out, envLine{subs, m.Sprintf(v)})
+		}
+	}
+	str("NCCL_SOCKET_IFNAME", ncclmsg.EnvIfname, "ENV")
+	str("NCCL_COMM_ID", ncclmsg.EnvCommID, "ENV")
+	str("NCCL_IB_HCA", ncclmsg.EnvIBHCA, "NET|ENV")
+	param("NCCL_IB_DISABLE")
+	// NCCL reads NCCL_P2P_LEVEL only when NCCL_P2P_DISABLE is not 1; both lines
+	// use the subsystem mask ALL.
+	if n, _ := strconv.ParseInt(getenv("NCCL_P2P_DISABLE"), 0, 64); n == 1 {
+		out = append(out, envLine{"ALL", ncclmsg.EnvP2PDisable.Sprintf("NCCL_P2P_DISABLE", 1)})
+	} else if l, ok := p2pLevelName(strings.ToUpper(getenv("NCCL_P2P_LEVEL"))); ok {
+		out = append(out, envLine{"ALL", ncclmsg.EnvP2PLevel.Sprintf("NCCL_P2P_LEVEL", l)})
+	}
+	param("NCCL_SHM_DISABLE")
+	str("NCCL_PROTO", ncclmsg.EnvProto, "ENV")
+	str("NCCL_ALGO", ncclmsg.EnvAlgo, "ENV")
+	for _, name := range []string{"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NSOCKS_PERTHREAD",
+		"NCCL_SOCKET_NTHREADS", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_BUFFSIZE"} {
+		param(name)
+	}
+	return out
+}
+
+// p2pLevelName is the level NCCL prints for NCCL_P2P_LEVEL: a name as given,
+// or an old number mapped (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and more SYS).
+func p2pLevelName(v string) (string, bool) {
+	switch v {
+	case "LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS":
+		return v, true
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return []string{"LOC", "PIX", "PXB", "PHB", "SYS"}[min(n, 4)], true
+	}
+	return "", false
 }
 
 // parseAlgo resolves NCCL_ALGO ("Ring", "Tree", "Ring,Tree", "^Tree", ...) to the

@@ -33,6 +33,7 @@ func cg(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 // Header is what nccl-tests prints before the table.
 type Header struct {
 	Program                 string // e.g. all_reduce_perf
+	NCCL                    string // the emulated version, e.g. 2.28.9+commlab-emulation
 	NThreads, NGpus         int
 	MinBytes, MaxBytes      int64
 	Step                    int64
@@ -64,7 +65,7 @@ type Result struct {
 
 // WriteHeader prints the nccl-tests header and column titles.
 func WriteHeader(w io.Writer, h Header) {
-	fmt.Fprintf(w, "# commlab bench %s: nccl-tests output format; ranks are CPU processes, NCCL %s is emulated\n", h.Program, Version)
+	fmt.Fprintf(w, "# commlab bench %s: nccl-tests output format; ranks are CPU processes, NCCL %s is emulated\n", h.Program, h.NCCL)
 	kind := "bytes"
 	if h.StepIsFactor {
 		kind = "factor"

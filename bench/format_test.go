@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/bench/ncclmsg"
+	"github.com/commlab/commlab/bench/ncclsock"
 	"github.com/commlab/commlab/bench/transport"
 )
 
@@ -21,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func TestTableGolden(t *testing.T) {
 	var b bytes.Buffer
-	WriteHeader(&b, Header{Program: "all_reduce_perf", NThreads: 1, NGpus: 1, MinBytes: 8, MaxBytes: 134217728, Step: 2, StepIsFactor: true,
+	WriteHeader(&b, Header{Program: "all_reduce_perf", NCCL: versionString(ncclmsg.Default), NThreads: 1, NGpus: 1, MinBytes: 8, MaxBytes: 134217728, Step: 2, StepIsFactor: true,
 		Warmup: 5, Iters: 20, AggIters: 1, Check: 1,
 		Devices: []DeviceLine{{Rank: 0, Pid: 1234, Host: "node1", Device: 0}, {Rank: 1, Pid: 1240, Host: "node2", Device: 0}}})
 	n := 2
@@ -207,6 +209,9 @@ func TestFailureKind(t *testing.T) {
 		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), remote},
 		{"route gone (not retried by NCCL)", errors.New("bootstrap: rank 2: connect to root 198.18.4.1:4000: no answer within 20s (last error: dial tcp 198.18.4.1:4000: connect: network is unreachable)"), system},
 		{"local failure", errors.New("create shared memory segment: no space left on device"), system},
+		{"connect retries used up", fmt.Errorf("connect: %w", &ncclsock.Error{Code: ncclsock.RemoteError, Errno: syscall.ECONNREFUSED, Msg: "socketPollConnect: connect to 198.18.1.2<4000> returned Connection refused, exceeded error retry count after 35 attempts"}), remote},
+		{"2.26 timed out, no POLLOUT", fmt.Errorf("connect: %w", &ncclsock.Error{Code: ncclsock.SystemError, Errno: syscall.ETIMEDOUT, Msg: "socketPollConnect poll() returned 1, no POLLOUT events"}), system},
+		{"no route", fmt.Errorf("connect: %w", &ncclsock.Error{Code: ncclsock.SystemError, Errno: syscall.ENETUNREACH, Msg: "socketStartConnect: connect to 198.18.4.1<4000> failed : Network is unreachable"}), system},
 	} {
 		got := (&Failure{Node: "node3", Err: tc.err}).Error()
 		if !strings.HasPrefix(got, "node3: Test NCCL failure commlab/bench "+tc.want) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/bench/ncclmsg"
 )
 
 // TestMain lets the test binary act as a rank process: the launcher re-executes
@@ -89,14 +91,15 @@ func TestLaunchTableAndTransportSelection(t *testing.T) {
 		want  []string // regexps that must match the output
 		not   []string
 	}{
-		{"p2p", "n1:2", nil, []string{`via P2P/IPC`}, []string{`via SHM`, `via NET`}},
-		{"p2p-disable", "n1:2", []string{"NCCL_P2P_DISABLE=1"}, []string{`via SHM/direct/direct`}, []string{`via P2P`}},
-		{"p2p-level-loc", "n1:2", []string{"NCCL_P2P_LEVEL=LOC"}, []string{`via SHM/direct/direct`}, []string{`via P2P`}},
+		{"p2p", "n1:2", nil, []string{`via P2P/CUMEM`}, []string{`via SHM`, `via NET`}},
+		{"p2p-disable", "n1:2", []string{"NCCL_P2P_DISABLE=1"}, []string{`Channel 00 : 0\[0\] -> 1\[1\] via SHM/direct/direct`, `NCCL_P2P_DISABLE set by environment to 1$`}, []string{`via P2P`}},
+		{"p2p-level-loc", "n1:2", []string{"NCCL_P2P_LEVEL=0"}, []string{`via SHM/direct/direct`, `NCCL_P2P_LEVEL set by environment to LOC$`}, []string{`via P2P`}},
 		{"both-disabled", "n1:2", []string{"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"}, []string{`\[send\] via NET/Socket/0`, `\[receive\] via NET/Socket/0`}, []string{`via P2P`, `via SHM`}},
-		{"inter-node-socket", "n1:1,n2:1", nil, []string{`NET/IB : No device found\.`, `NET/Socket : Using \[0\]lo:127\.0\.0\.1<0>`, `Using network Socket`, `via NET/Socket/0`}, []string{`via NET/IB`}},
-		{"inter-node-ib", "n1:1,n2:1", []string{"NCCL_IB_HCA=lo", "COMMLAB_BENCH_ROCE_PORT=34791"}, []string{`NET/IB : Using \[0\]lo:1/RoCE`, `Using network IB`, `via NET/IB/0`}, []string{`via NET/Socket`}},
-		{"ib-disable", "n1:1,n2:1", []string{"NCCL_IB_HCA=lo", "NCCL_IB_DISABLE=1"}, []string{`Using network Socket`, `via NET/Socket/0`}, []string{`via NET/IB`}},
-		{"mixed", "n1:2,n2:2", nil, []string{`0\[0\] -> 1\[1\] via P2P/IPC`, `1\[1\] -> 2\[0\] \[send\] via NET/Socket/0`, `Channel 00/02 : 0 1 2 3`, `Connected all rings`, `Connected all trees`, `NCCL version 2\.21\.5\+commlab-emulation`}, nil},
+		{"inter-node-socket", "n1:1,n2:1", nil, []string{`NET/IB : No device found\.\n.*NET/IB : Using \[RO\]; OOB lo:127\.0\.0\.1<0>\n.*Failed to initialize NET plugin IB`, `NET/Socket : Using \[0\]lo:127\.0\.0\.1<0>`, `Using network Socket`, `via NET/Socket/0`}, []string{`via NET/IB`}},
+		{"inter-node-ib", "n1:1,n2:1", []string{"NCCL_IB_HCA=lo", "COMMLAB_BENCH_ROCE_PORT=34791"}, []string{`NET/IB : Using \[0\]lo:1/RoCE \[RO\]; OOB lo:127\.0\.0\.1<0>`, `NCCL_IB_HCA set to lo$`, `Using network IB`, `via NET/IB/0`}, []string{`via NET/Socket`}},
+		{"ib-disable", "n1:1,n2:1", []string{"NCCL_IB_HCA=lo", "NCCL_IB_DISABLE=1"}, []string{`NCCL_IB_DISABLE set by environment to 1\.$`, `Using network Socket`, `via NET/Socket/0`}, []string{`via NET/IB`}},
+		{"mixed", "n1:2,n2:2", nil, []string{`0\[0\] -> 1\[1\] via P2P/CUMEM`, `1\[1\] -> 2\[0\] \[send\] via NET/Socket/0`, `Channel 00/02 : 0 1 2 3`, `Connected all rings, use ring PXN 0 GDR 0`, `Connected all trees`, `NCCL INFO NCCL version 2\.28\.9\+commlab-emulation`, `NCCL INFO Bootstrap: Using lo:127\.0\.0\.1<0>`}, nil},
+		{"claims-2.26", "n1:1", []string{"COMMLAB_BENCH_NCCL_VERSION=2.26"}, []string{`NCCL version 2\.26\.6\+commlab-emulation`}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, err := launch(t, smallOpts(AllReduce, tc.hosts), append(tc.env, "NCCL_DEBUG=INFO")...)
@@ -104,15 +107,16 @@ func TestLaunchTableAndTransportSelection(t *testing.T) {
 				t.Fatalf("run: %v\nstderr:\n%s\nstdout:\n%s", err, errOut, out)
 			}
 			for _, w := range tc.want {
-				if !regexp.MustCompile(w).MatchString(out) {
+				if !regexp.MustCompile("(?m)" + w).MatchString(out) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
 			for _, w := range tc.not {
-				if regexp.MustCompile(w).MatchString(out) {
+				if regexp.MustCompile("(?m)" + w).MatchString(out) {
 					t.Errorf("output has %q:\n%s", w, out)
 				}
 			}
+			checkNCCLLines(t, out)
 			rows := rowRE.FindAllStringSubmatch(out, -1)
 			if want := len(smallOpts(AllReduce, "").Sizes()); len(rows) != want {
 				t.Errorf("got %d table rows, want %d:\n%s", len(rows), want, out)
@@ -265,5 +269,37 @@ func TestRankDiesMidRun(t *testing.T) {
 			}
 			t.Logf("after %s: %v\n%s", took.Round(time.Millisecond), err, se.String())
 		})
+	}
+}
+
+// checkNCCLLines fails on a debug line whose text is not in the format of an
+// NCCL 2.28.9 message (bench/ncclmsg), or whose prefix is not NCCL's.
+func checkNCCLLines(t *testing.T, out string) {
+	t.Helper()
+	var res []*regexp.Regexp
+	for _, m := range ncclmsg.All() {
+		re := m.Regexp().String()
+		if m == ncclmsg.RingPrefix || m == ncclmsg.VersionBanner {
+			re = strings.TrimSuffix(re, "$") // followed by the ranks / the version
+		}
+		res = append(res, regexp.MustCompile(re))
+	}
+	prefix := regexp.MustCompile(`^[\w.-]+:\d+:\d+ \[\d+\] (NCCL INFO |[\w/]+\.cc:\d+ NCCL WARN )`)
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, " NCCL INFO ") && !strings.Contains(line, " NCCL WARN ") {
+			continue
+		}
+		p := prefix.FindString(line)
+		if p == "" {
+			t.Errorf("debug line without NCCL's prefix: %q", line)
+			continue
+		}
+		body, ok := line[len(p):], false
+		for _, re := range res {
+			ok = ok || re.MatchString(body)
+		}
+		if !ok {
+			t.Errorf("debug line in no NCCL format: %q", line)
+		}
 	}
 }

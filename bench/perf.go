@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/bench/bootstrap"
+	"github.com/commlab/commlab/bench/ncclmsg"
+	"github.com/commlab/commlab/bench/ncclsock"
 	"github.com/commlab/commlab/bench/trace"
 	"github.com/commlab/commlab/bench/transport"
 )
@@ -194,15 +196,24 @@ func (f *Failure) Error() string {
 	return fmt.Sprintf("%s: Test NCCL failure commlab/bench '%s / %s'", f.Node, f.kind(), f.Err)
 }
 
-// kind is the return code's text NCCL 2.24+ would give: a peer that refused,
-// never answered, went away or stalled is ncclRemoteError (6), as when NCCL's
-// connect retries run out; a local failure is ncclSystemError (2), and so is
-// ENETUNREACH, which NCCL's connect does not retry.
+// kind is the text of the return code NCCL would give. A connect NCCL gives up
+// on carries its code (ncclsock: refused until the retries run out is 6; no
+// route, and in 2.24-2.26 a timeout or EHOSTUNREACH, is 2 at once). A peer
+// that went away or stalled is ncclRemoteError (6), and so are the emulation's
+// own deadlines, which stand for NCCL retrying or waiting; a local failure is
+// ncclSystemError (2).
 func (f *Failure) kind() string {
 	const (
 		system = "unhandled system error (run with NCCL_DEBUG=INFO for details)"
 		remote = "remote process exited or there was a network error"
 	)
+	var gaveUp *ncclsock.Error
+	if errors.As(f.Err, &gaveUp) {
+		if gaveUp.Code == ncclsock.RemoteError {
+			return remote
+		}
+		return system
+	}
 	s := f.Err.Error()
 	if errors.Is(f.Err, syscall.ENETUNREACH) || strings.Contains(s, "network is unreachable") {
 		return system
@@ -278,7 +289,7 @@ func RunRank(ctx context.Context, o Options, re RankEnv, stdout io.Writer) (err 
 	if err := b.sweep(ctx); err != nil {
 		return err
 	}
-	lg.Info("INIT", "comm %#x rank %d nranks %d cudaDev %d busId %x - Destroy COMPLETE", comm.id&0xffffffffffff, comm.Rank, comm.NRanks, re.LocalRank, 0)
+	lg.Info("INIT", "%s", ncclmsg.Destroy.Sprintf(comm.handle(), comm.Rank, comm.NRanks, re.LocalRank, 0, "Destroy"))
 	if b.wrong > 0 {
 		return fmt.Errorf("%d wrong elements", b.wrong)
 	}
@@ -382,7 +393,7 @@ func (b *benchRun) sweep(ctx context.Context) error {
 		b.scratch = make([]byte, sl)
 	}
 	if c.Rank == 0 {
-		h := Header{Program: string(o.Coll) + "_perf", NThreads: o.NThreads, NGpus: o.NGpus, MinBytes: o.MinBytes, MaxBytes: o.MaxBytes,
+		h := Header{Program: string(o.Coll) + "_perf", NCCL: versionString(b.comm.env.Release), NThreads: o.NThreads, NGpus: o.NGpus, MinBytes: o.MinBytes, MaxBytes: o.MaxBytes,
 			Step: o.StepFactor, StepIsFactor: o.StepFactor > 1, Warmup: o.Warmup, Iters: o.Iters, AggIters: 1, Check: o.Check}
 		if o.StepFactor <= 1 {
 			h.Step = o.StepBytes

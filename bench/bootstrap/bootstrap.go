@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/commlab/commlab/bench/ncclsock"
 )
 
 // UniqueID identifies a communicator and where its root listens, like ncclUniqueId.
@@ -195,7 +197,9 @@ const maxBlob = 64 << 20
 
 // Init joins the communicator id as rank of nranks, listening on listenIP for
 // its ring predecessor. Every step must finish within timeout.
-func Init(ctx context.Context, id UniqueID, rank, nranks int, listenIP netip.Addr, timeout time.Duration) (*Bootstrap, error) {
+// Connects (to the root, to the ring successor) go through dial, which retries
+// and gives up as NCCL's socket layer does.
+func Init(ctx context.Context, id UniqueID, rank, nranks int, listenIP netip.Addr, timeout time.Duration, dial ncclsock.Dialer) (*Bootstrap, error) {
 	if nranks < 1 || rank < 0 || rank >= nranks {
 		return nil, fmt.Errorf("bootstrap: rank %d of %d is out of range", rank, nranks)
 	}
@@ -209,19 +213,13 @@ func Init(ctx context.Context, id UniqueID, rank, nranks int, listenIP netip.Add
 	defer ln.Close()
 	ln.SetDeadline(deadline)
 
-	var d net.Dialer
-	var root net.Conn
-	for {
-		root, err = d.DialContext(ctx, "tcp", id.Root.String())
-		if err == nil {
-			break
-		}
-		// The root may not listen yet (NCCL retries too); give up at the deadline.
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("bootstrap: rank %d: connect to root %s: no answer within %s (last error: %v)", rank, id.Root, timeout, err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	root, err := dial.Dial(ctx, id.Root)
+	var gaveUp *ncclsock.Error
+	switch {
+	case errors.As(err, &gaveUp):
+		return nil, fmt.Errorf("bootstrap: rank %d: connect to root %s: %w", rank, id.Root, err)
+	case err != nil:
+		return nil, fmt.Errorf("bootstrap: rank %d: connect to root %s: no answer within %s (last error: %v)", rank, id.Root, timeout, err)
 	}
 	defer root.Close()
 	root.SetDeadline(deadline)
@@ -267,7 +265,11 @@ func Init(ctx context.Context, id UniqueID, rank, nranks int, listenIP netip.Add
 			return
 		}
 	}()
-	next, err := d.DialContext(ctx, "tcp", string(nextAddr))
+	nextAP, err := netip.ParseAddrPort(string(nextAddr))
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: rank %d: root %s handed out a bad address %q", rank, id.Root, nextAddr)
+	}
+	next, err := dial.Dial(ctx, nextAP)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: rank %d: connect to rank %d at %s: %w", rank, (rank+1)%nranks, nextAddr, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/bench/ncclsock"
 )
 
 var lo = netip.MustParseAddr("127.0.0.1")
@@ -29,7 +31,7 @@ func TestAllGatherRing(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				b, err := Init(context.Background(), id, r, n, lo, 5*time.Second)
+				b, err := Init(context.Background(), id, r, n, lo, 5*time.Second, ncclsock.Dialer{})
 				if err != nil {
 					errs[r] = err
 					return
@@ -61,7 +63,7 @@ func TestMissingRankTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, ierr := Init(context.Background(), root.ID(), 0, 3, lo, time.Second)
+	_, ierr := Init(context.Background(), root.ID(), 0, 3, lo, time.Second, ncclsock.Dialer{})
 	rerr := root.Wait()
 	if ierr == nil || rerr == nil {
 		t.Fatalf("want errors, got rank %v, root %v", ierr, rerr)
@@ -76,7 +78,7 @@ func TestMissingRankTimesOut(t *testing.T) {
 
 func TestRootUnreachable(t *testing.T) {
 	id := UniqueID{Magic: 1, Root: netip.AddrPortFrom(lo, 1)} // nothing listens on port 1
-	_, err := Init(context.Background(), id, 1, 2, lo, 500*time.Millisecond)
+	_, err := Init(context.Background(), id, 1, 2, lo, 500*time.Millisecond, ncclsock.Dialer{})
 	if err == nil || !strings.Contains(err.Error(), "no answer within") {
 		t.Errorf("want a timeout naming the root, got %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Msg is one NCCL log message.
@@ -108,18 +109,47 @@ var (
 	EnvP2PDisable = m("graph/paths.cc:225", "%s set by environment to %d") // only for 1; subsystem ALL
 	EnvP2PLevel   = m("graph/paths.cc:247", "%s set by environment to %s") // level name; subsystem ALL
 	EnvCommID     = m("init.cc:2019", "NCCL_COMM_ID set by environment to %s")
+	EnvIBHCA      = m("transport/net_ib.cc:702", "NCCL_IB_HCA set to %s") // no "by environment"; subsystem NET|ENV
+
+	// WARN: /dev/shm too small for a segment.
+	ShmExtend = m("misc/shmutils.cc:87", "Error: failed to extend %s to %ld bytes, error: %s (%d)")
 
 	// WARN: a failed work completion (this form only in 2.28.7-2.28.9; 2.29
 	// prints status=IBV_WC_RETRY_EXC_ERR(12) opcode=... and remoteGids differently).
 	IBCompletion = m("transport/net_ib.cc:2543", "NET/IB: Got completion from peer %s with status=%s(%d) opcode=%s(%d) reqSize=%d vendor_err=%u req_type=%s%s%s%s%s hca %s")
 )
 
+// Warning is an error NCCL reports in a WARN line of its own.
+type Warning struct {
+	Src  string // NCCL's file:line
+	Text string
+	Err  error
+}
+
+func (w *Warning) Error() string   { return w.Text }
+func (w *Warning) Unwrap() error   { return w.Err }
+func (w *Warning) NCCLSrc() string { return w.Src }
+
+// Warning formats m as the WARN of an error err.
+func (m Msg) Warning(err error, args ...any) *Warning {
+	return &Warning{Src: m.Src, Text: m.Sprintf(args...), Err: err}
+}
+
+// Strerror is glibc's strerror text of e (Go's, capitalised: "Connection refused").
+func Strerror(e syscall.Errno) string {
+	if e == 0 {
+		return "Success"
+	}
+	s := e.Error()
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
 // All lists every message above, for the format test.
 func All() []Msg {
 	all := []Msg{WarnPrefix, InfoPrefix, Bootstrap, VersionBanner, IBNoDevice, IBUsing, PluginFailed, PluginInit, PluginAssign, SocketUsing,
 		UsingNetwork, InitStart, InitComplete, Destroy, RingPrefix, Trees, P2PChunksize, ConnRings, ConnTrees,
 		ViaP2P, ViaSHM, ViaNetSend, ViaNetRecv, EnvParam, EnvIfname, EnvProto, EnvAlgo, EnvP2PDisable, EnvP2PLevel,
-		EnvCommID, IBCompletion}
+		EnvCommID, EnvIBHCA, ShmExtend, IBCompletion}
 	for _, r := range Releases {
 		s := r.Socket()
 		all = append(all, s.Retry, s.Exceeded, s.Failed)

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 	"syscall"
 	"time"
 
@@ -62,12 +61,6 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 func (e *Error) Unwrap() error { return e.Errno }
-
-// strerror is glibc's text for the connect errors (Go's, capitalised).
-func strerror(e syscall.Errno) string {
-	s := e.Error()
-	return strings.ToUpper(s[:1]) + s[1:]
-}
 
 type action int
 
@@ -135,22 +128,22 @@ func (d Dialer) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 		case noPollout:
 			return nil, warn(msgs.NoPollout, SystemError, errno, 1, ", no POLLOUT events")
 		case fail:
-			return nil, warn(msgs.Failed, SystemError, errno, fn, peer, strerror(errno))
+			return nil, warn(msgs.Failed, SystemError, errno, fn, peer, ncclmsg.Strerror(errno))
 		}
 		if retries == retryCnt {
 			retries++
 			if msgs.NamesPeer {
-				return nil, warn(msgs.Exceeded, RemoteError, errno, fn, peer, strerror(errno), retries)
+				return nil, warn(msgs.Exceeded, RemoteError, errno, fn, peer, ncclmsg.Strerror(errno), retries)
 			}
-			return nil, warn(msgs.Exceeded, RemoteError, errno, fn, strerror(errno), retries)
+			return nil, warn(msgs.Exceeded, RemoteError, errno, fn, ncclmsg.Strerror(errno), retries)
 		}
 		retries++
 		wait := time.Duration(retries) * sleep
 		if d.Log != nil {
 			if msgs.NamesPeer {
-				d.Log.Info(msgs.RetrySubsys, "%s", msgs.Retry.Sprintf(fn, peer, strerror(errno), retries, retryCnt, wait.Milliseconds()))
+				d.Log.Info(msgs.RetrySubsys, "%s", msgs.Retry.Sprintf(fn, peer, ncclmsg.Strerror(errno), retries, retryCnt, wait.Milliseconds()))
 			} else {
-				d.Log.Info(msgs.RetrySubsys, "%s", msgs.Retry.Sprintf(fn, strerror(errno), retries, retryCnt, wait.Milliseconds()))
+				d.Log.Info(msgs.RetrySubsys, "%s", msgs.Retry.Sprintf(fn, ncclmsg.Strerror(errno), retries, retryCnt, wait.Milliseconds()))
 			}
 		}
 		select {

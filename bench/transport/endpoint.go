@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/commlab/commlab/bench/ncclsock"
 )
 
 // Device is a NIC a rank may use for NET transports.
@@ -44,6 +46,9 @@ type Config struct {
 	ShmDir string
 	// SetupTimeout bounds every connection handshake.
 	SetupTimeout time.Duration
+	// Connect dials TCP (NET/Socket, the RoCE emulation's setup) as NCCL's
+	// socket layer does: retries, return codes and log lines.
+	Connect ncclsock.Dialer
 	// OnError, if set, is called (from its own goroutine) when a connection
 	// fails asynchronously, e.g. a RoCE work completion error.
 	OnError func(error)
@@ -345,8 +350,9 @@ func (e *Endpoint) Dial(ctx context.Context, kind Kind, dst int, peer Addr, ch, 
 		n := e.cfg.NSocks
 		socks := make([]net.Conn, n)
 		for i := range n {
-			d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ld.IP, 0))}
-			c, err := d.DialContext(ctx, "tcp", ra.String())
+			d := e.cfg.Connect
+			d.Local = ld.IP
+			c, err := d.Dial(ctx, ra)
 			if err == nil {
 				hh := h
 				hh.Idx, hh.N = uint16(i), uint16(n)

@@ -171,8 +171,9 @@ func gid(ip netip.Addr) string { return "::ffff:" + ip.Unmap().String() }
 // dialIB is the sender side: data flows from an ephemeral port to the peer's
 // RoCE port; acks come back to our RoCE port.
 func (e *Endpoint) dialIB(ctx context.Context, h header, ld Device, ra netip.AddrPort, dev int) (Conn, error) {
-	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ld.IP, 0))}
-	oob, err := d.DialContext(ctx, "tcp", ra.String())
+	d := e.cfg.Connect
+	d.Local = ld.IP
+	oob, err := d.Dial(ctx, ra)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func (e *Endpoint) dialIB(ctx context.Context, h header, ld Device, ra netip.Add
 		kick: make(chan struct{}, 1), closed: make(chan struct{}),
 		wc: WCError{
 			Peer: fmt.Sprintf("%s<%d>", ra.Addr(), ra.Port()), Status: 12, Opcode: 0, VendorErr: 129, Type: "Send",
-			LocalGid: gid(ld.IP), RemoteGid: gid(ra.Addr()),
+			LocalGid: gid(ld.IP), RemoteGid: gid(ra.Addr()), HCA: ld.Name,
 		},
 	}
 	s.cond = sync.NewCond(&s.mu)

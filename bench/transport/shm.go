@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commlab/commlab/bench/ncclmsg"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +57,8 @@ func dialSHM(ctx context.Context, c net.Conn, h header, dir string, dst int) (Co
 	defer f.Close()
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("%w: failed to extend %s to %d bytes: %v", ErrShm, path, size, err)
+		errno, _ := err.(unix.Errno)
+		return nil, ncclmsg.ShmExtend.Warning(fmt.Errorf("%w: %v", ErrShm, err), path, size, ncclmsg.Strerror(errno), int(errno))
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

@@ -10,6 +10,8 @@ package transport
 import (
 	"errors"
 	"fmt"
+
+	"github.com/commlab/commlab/bench/ncclmsg"
 )
 
 // Kind is a transport, named as NCCL names it in its INFO lines.
@@ -71,9 +73,20 @@ type WCError struct {
 	Type      string // Send or Recv
 	LocalGid  string
 	RemoteGid string
+	HCA       string // the emulated HCA: the NIC's name
 }
 
+// Error is NCCL 2.28.9's WARN text (2.28.7-2.28.9 only: 2.29 words it anew).
 func (e *WCError) Error() string {
-	return fmt.Sprintf("NET/IB : Got completion from peer %s with error %d, opcode %d, len %d, vendor err %d (%s) localGid %s remoteGid %s",
-		e.Peer, e.Status, e.Opcode, e.Len, e.VendorErr, e.Type, e.LocalGid, e.RemoteGid)
+	return ncclmsg.IBCompletion.Sprintf(e.Peer, wcStatus[e.Status], e.Status, wcOpcode[e.Opcode], e.Opcode, e.Len, e.VendorErr, e.Type,
+		" localGid ", e.LocalGid, " remoteGids", e.RemoteGid, e.HCA)
 }
+
+// NCCLSrc is where NCCL prints the warning.
+func (e *WCError) NCCLSrc() string { return ncclmsg.IBCompletion.Src }
+
+// Names of the ibv_wc_status and ibv_wc_opcode values the emulation reports.
+var (
+	wcStatus = map[int]string{12: "IBV_WC_RETRY_EXC_ERR"}
+	wcOpcode = map[int]string{0: "IBV_WC_SEND"}
+)

@@ -219,7 +219,7 @@ func Init(ctx context.Context, id UniqueID, rank, nranks int, listenIP netip.Add
 	case errors.As(err, &gaveUp):
 		return nil, fmt.Errorf("bootstrap: rank %d: connect to root %s: %w", rank, id.Root, err)
 	case err != nil:
-		return nil, fmt.Errorf("bootstrap: rank %d: connect to root %s: no answer within %s (last error: %v)", rank, id.Root, timeout, err)
+		return nil, fmt.Errorf("bootstrap: rank %d: connect to root %s within %s: %w", rank, id.Root, timeout, err)
 	}
 	defer root.Close()
 	root.SetDeadline(deadline)

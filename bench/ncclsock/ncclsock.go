@@ -87,8 +87,8 @@ func decide(rel ncclmsg.Release, errno syscall.Errno) (fn string, a action) {
 	return "socketPollConnect", fail
 }
 
-// Dial connects to addr. It returns an *Error when NCCL would give up, or the
-// dial error wrapped when ctx ends first (the emulation's own deadline).
+// Dial connects to addr. It returns an *Error when NCCL would give up, or,
+// when ctx's deadline comes first (the emulation's own), an error that says so.
 func (d Dialer) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
 	rel := d.Release
 	if rel == (ncclmsg.Release{}) {
@@ -121,7 +121,7 @@ func (d Dialer) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 		}
 		var errno syscall.Errno
 		if ctx.Err() != nil || !errors.As(err, &errno) {
-			return nil, err
+			return nil, deadline(ctx, err)
 		}
 		fn, action := decide(rel, errno)
 		switch action {
@@ -148,8 +148,17 @@ func (d Dialer) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return nil, deadline(ctx, err)
 		case <-time.After(wait):
 		}
 	}
+}
+
+// deadline words a connect that the caller's deadline ended while NCCL would
+// still be waiting for connect() or retrying.
+func deadline(ctx context.Context, last error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within the deadline; NCCL would still be retrying (last error: %w)", last)
+	}
+	return last
 }

@@ -21,14 +21,14 @@ func TestLabCh03IntraNodeViaNet(t *testing.T) {
 		rankMap := lr.poll(other, "grep '#  Rank' train.log", 20, 3*time.Second, printed("Rank  7"))
 		// The transports of the faulty node's connections.
 		transports := lr.pollEvidence(other, "grep via train.log | grep '^"+node+":'", 20, 3*time.Second)
-		// The intra-node connections of the healthy nodes: P2P/IPC, no evidence.
+		// The intra-node connections of the healthy nodes: P2P/CUMEM, no evidence.
 		p2p := lr.run(other, "grep 'via P2P' train.log")
 		out := lr.out(p2p)
-		if !strings.Contains(out, "via P2P/IPC") {
-			lr.t.Errorf("no P2P/IPC connection on the healthy nodes:\n%s", out)
+		if !strings.Contains(out, "via P2P/CUMEM") {
+			lr.t.Errorf("no P2P/CUMEM connection on the healthy nodes:\n%s", out)
 		}
 		if strings.Contains(out, node+":") {
-			lr.t.Errorf("%s still has a P2P/IPC connection:\n%s", node, out)
+			lr.t.Errorf("%s still has a P2P/CUMEM connection:\n%s", node, out)
 		}
 		// The cross-node connections of a healthy node go via NET too: no evidence either.
 		cross := lr.run(other, "grep via train.log | grep '^"+other+":' | grep NET/")

@@ -22,8 +22,8 @@ func ch08MTUMismatch(lr *learner) verdicts {
 	healthy := others(node, fourNodes...)
 	peer, other := healthy[0], healthy[1]
 
-	// The fault shows in the job: senders to the node give up with error 12.
-	lr.poll(peer, "grep 'error 12' train.log", 20, 3*time.Second, printed("error 12"))
+	// The fault shows in the job: senders to the node give up with IBV_WC_RETRY_EXC_ERR (12).
+	lr.poll(peer, "grep 'Got completion' train.log", 20, 3*time.Second, printed("IBV_WC_RETRY_EXC_ERR(12)"))
 
 	nodeIP, otherIP, peerIP := lr.addr(node, "rdma0"), lr.addr(other, "rdma0"), lr.addr(peer, "rdma0")
 	// The default ping passes everywhere: it is the trap of this lab.

@@ -34,8 +34,8 @@ func ch10P2PDisabled(lr *learner) verdicts {
 	if !strings.Contains(bad, "via NET/") {
 		lr.t.Errorf("%s: the single-node test shows no NET transport:\n%s", node, bad)
 	}
-	if !strings.Contains(good, "via P2P/IPC") || strings.Contains(good, "via NET/") {
-		lr.t.Errorf("%s: the healthy node's single-node test should use P2P/IPC only:\n%s", other, good)
+	if !strings.Contains(good, "via P2P/CUMEM") || strings.Contains(good, "via NET/") {
+		lr.t.Errorf("%s: the healthy node's single-node test should use P2P/CUMEM only:\n%s", other, good)
 	}
 	// The login environment of the faulty node says why.
 	env := lr.expect(node, "env | grep NCCL", "NCCL_P2P_DISABLE=1")

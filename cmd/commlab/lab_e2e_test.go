@@ -474,7 +474,7 @@ func TestLabs(t *testing.T) {
 		},
 		{
 			id: "ch09-roce-retry-exceeded", seed: 11,
-			evidence: func(v map[string]string) (string, string) { return "node1", "grep 'error 12' train.log" },
+			evidence: func(v map[string]string) (string, string) { return "node1", "grep 'Got completion' train.log" },
 			wrong: func(v map[string]string) loc {
 				return loc{"node": other(v["node"], "node1", "node2"), "nic": "rdma0"}
 			},

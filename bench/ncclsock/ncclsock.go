@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 
@@ -157,7 +158,7 @@ func (d Dialer) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 // deadline words a connect that the caller's deadline ended while NCCL would
 // still be waiting for connect() or retrying.
 func deadline(ctx context.Context, last error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(last, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("no answer within the deadline; NCCL would still be retrying (last error: %w)", last)
 	}
 	return last

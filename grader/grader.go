@@ -50,6 +50,8 @@ type Input struct {
 	Diagnosis   Diagnosis
 	Transcripts []Transcript
 	HintsUsed   []int
+	// Checks counts the answers checked before this one, each costing CheckCost.
+	Checks int
 	// Remediation is the re-measurement, nil when the lab has no remediation check or the
 	// learner did not ask for it.
 	Remediation *Measurement
@@ -60,8 +62,14 @@ type Criterion struct {
 	Name   string  `json:"name"` // class, location, evidence, remediation, hints
 	Weight float64 `json:"weight"`
 	Earned float64 `json:"earned"`
-	Detail string  `json:"detail"`
+	Detail string  `json:"detail"` // in English, for logs and the command line
+	// Key and Args say Detail in any UI language: web.T(lang, Key) is a format for Args.
+	Key  string `json:"key"`
+	Args []any  `json:"args,omitempty"`
 }
+
+// CheckCost is what each answer check before the final submission costs.
+const CheckCost = 0.05
 
 // Result is a graded diagnosis.
 type Result struct {
@@ -89,25 +97,26 @@ func Grade(in Input) (Result, error) {
 		weights = weightsWithFix
 	}
 	var res Result
-	add := func(name string, fraction float64, detail string) {
+	add := func(name string, fraction float64, key string, args ...any) {
 		w := weights[name]
-		res.Criteria = append(res.Criteria, Criterion{Name: name, Weight: w, Earned: w * fraction, Detail: detail})
+		res.Criteria = append(res.Criteria, Criterion{Name: name, Weight: w, Earned: w * fraction,
+			Detail: fmt.Sprintf(details[key], args...), Key: key, Args: args})
 	}
 
 	// Class.
 	want := s.Diagnosis.Class
 	got := strings.TrimSpace(in.Diagnosis.Class)
 	if got == want {
-		add("class", 1, "right fault class")
+		add("class", 1, "grade.class.right")
 	} else if gc, ok := scenarios.ClassByID(got); ok {
 		wc, _ := scenarios.ClassByID(want)
 		if gc.Category == wc.Category {
-			add("class", 0.25, "right category, wrong fault class")
+			add("class", 0.25, "grade.class.category")
 		} else {
-			add("class", 0, "wrong fault class")
+			add("class", 0, "grade.class.wrong")
 		}
 	} else {
-		add("class", 0, fmt.Sprintf("%q is not a fault class", got))
+		add("class", 0, "grade.class.unknown", got)
 	}
 
 	// Location: each field the class is located by counts equally.
@@ -125,11 +134,11 @@ func Grade(in Input) (Result, error) {
 	}
 	switch {
 	case fields == 0 || right == fields:
-		add("location", 1, "right location")
+		add("location", 1, "grade.location.right")
 	case right == 0:
-		add("location", 0, "wrong location")
+		add("location", 0, "grade.location.wrong")
 	default:
-		add("location", float64(right)/float64(fields), "wrong "+strings.Join(wrong, " and "))
+		add("location", float64(right)/float64(fields), "grade.location.partial", strings.Join(wrong, ", "))
 	}
 
 	// Evidence: at least one referenced command must show the signal.
@@ -137,21 +146,21 @@ func Grade(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	frac, detail := evidence(patterns, in.Diagnosis.Evidence, in.Transcripts)
-	add("evidence", frac, detail)
+	frac, key, args := evidence(patterns, in.Diagnosis.Evidence, in.Transcripts)
+	add("evidence", frac, key, args...)
 
 	// Remediation: measured again by the lab, never taken from the learner.
 	if r := s.Remediation; r != nil {
 		m := in.Remediation
 		switch {
 		case m == nil:
-			add("remediation", 0, "no re-measurement after a fix")
+			add("remediation", 0, "grade.fix.none")
 		case m.Baseline <= 0:
-			add("remediation", 0, "no healthy baseline was measured")
+			add("remediation", 0, "grade.fix.nobaseline")
 		case m.After >= r.MinRatio*m.Baseline:
-			add("remediation", 1, fmt.Sprintf("busbw back to %.0f%% of baseline (%.3f of %.3f GB/s)", 100*m.After/m.Baseline, m.After, m.Baseline))
+			add("remediation", 1, "grade.fix.back", 100*m.After/m.Baseline, m.After, m.Baseline)
 		default:
-			add("remediation", 0, fmt.Sprintf("busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%", 100*m.After/m.Baseline, m.After, m.Baseline, 100*r.MinRatio))
+			add("remediation", 0, "grade.fix.short", 100*m.After/m.Baseline, m.After, m.Baseline, 100*r.MinRatio)
 		}
 	}
 
@@ -163,7 +172,13 @@ func Grade(in Input) (Result, error) {
 		}
 	}
 	if cost > 0 {
-		res.Criteria = append(res.Criteria, Criterion{Name: "hints", Earned: -cost, Detail: fmt.Sprintf("%d hint(s) used", len(in.HintsUsed))})
+		n := len(in.HintsUsed)
+		res.Criteria = append(res.Criteria, Criterion{Name: "hints", Earned: -cost,
+			Detail: fmt.Sprintf(details["grade.hints"], n), Key: "grade.hints", Args: []any{n}})
+	}
+	if in.Checks > 0 {
+		res.Criteria = append(res.Criteria, Criterion{Name: "checks", Earned: -CheckCost * float64(in.Checks),
+			Detail: fmt.Sprintf(details["grade.checks"], in.Checks), Key: "grade.checks", Args: []any{in.Checks}})
 	}
 	for _, c := range res.Criteria {
 		res.Score += c.Earned
@@ -183,19 +198,20 @@ func full(r Result, name string) bool {
 }
 
 // evidence checks each reference against the server's transcripts.
-func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Transcript) (float64, string) {
+func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Transcript) (float64, string, []any) {
 	if len(refs) == 0 {
-		return 0, "no evidence picked"
+		return 0, "grade.evidence.none", nil
 	}
-	var notes []string
+	var notRun, forged, notShown []string
 	for _, ref := range refs {
+		id := fmt.Sprintf("%s#%d", ref.Terminal, ref.Seq)
 		cmd, node, ok := find(ts, ref)
-		if !ok {
-			notes = append(notes, fmt.Sprintf("%s#%d was not run in this lab", ref.Terminal, ref.Seq))
+		switch {
+		case !ok:
+			notRun = append(notRun, id)
 			continue
-		}
-		if cmd.Tampered {
-			notes = append(notes, fmt.Sprintf("%s#%d printed forged shell markers", ref.Terminal, ref.Seq))
+		case cmd.Tampered:
+			forged = append(forged, id)
 			continue
 		}
 		for _, p := range patterns {
@@ -203,13 +219,45 @@ func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Tra
 				continue
 			}
 			if p.Command.MatchString(cmd.Line) && simpleCommand(cmd.Line) && p.Output.MatchString(cmd.Output) {
-				return 1, fmt.Sprintf("%s#%d (%s) shows it: %s", ref.Terminal, ref.Seq, cmd.Line, p.Spec.Describe)
+				return 1, "grade.evidence.shows", []any{id, cmd.Line}
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%s#%d (%s) does not show the fault", ref.Terminal, ref.Seq, cmd.Line))
+		notShown = append(notShown, id)
 	}
-	return 0, strings.Join(notes, "; ")
+	switch {
+	case len(forged) > 0:
+		return 0, "grade.evidence.forged", []any{strings.Join(forged, ", ")}
+	case len(notShown) > 0:
+		return 0, "grade.evidence.notshown", []any{strings.Join(notShown, ", ")}
+	}
+	return 0, "grade.evidence.notrun", []any{strings.Join(notRun, ", ")}
 }
+
+// details are the English texts of the criteria's keys (the web catalogue has them in
+// every UI language).
+var details = map[string]string{
+	"grade.class.right":       "right fault class",
+	"grade.class.category":    "right category, wrong fault class",
+	"grade.class.wrong":       "wrong fault class",
+	"grade.class.unknown":     "%q is not a fault class",
+	"grade.location.right":    "right location",
+	"grade.location.wrong":    "wrong location",
+	"grade.location.partial":  "wrong %s",
+	"grade.evidence.none":     "no evidence picked",
+	"grade.evidence.shows":    "%s (%s) shows the fault",
+	"grade.evidence.notrun":   "%s was not run in this lab",
+	"grade.evidence.forged":   "%s printed forged shell markers",
+	"grade.evidence.notshown": "%s does not show the fault (it must be a plain command, at most piped into grep/head/tail, run on the node that has it)",
+	"grade.fix.none":          "no re-measurement after a fix",
+	"grade.fix.nobaseline":    "no healthy baseline was measured",
+	"grade.fix.back":          "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s)",
+	"grade.fix.short":         "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%",
+	"grade.hints":             "%d hint(s) used",
+	"grade.checks":            "%d answer check(s) used",
+}
+
+// DetailKeys lists every key a criterion can carry (the web catalogue must have them).
+func DetailKeys() []string { return slices.Sorted(maps.Keys(details)) }
 
 func find(ts []Transcript, ref EvidenceRef) (record.Command, string, bool) {
 	for _, t := range ts {

@@ -69,8 +69,8 @@ func TestGrade(t *testing.T) {
 		wantScore  float64
 		wantDetail string
 	}{
-		{"right with real evidence and a fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, fixed, true, 1, "shows it"},
-		{"grep filter still counts", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 4}}}, nil, fixed, true, 1, "shows it"},
+		{"right with real evidence and a fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, fixed, true, 1, "shows the fault"},
+		{"grep filter still counts", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 4}}}, nil, fixed, true, 1, "shows the fault"},
 		{"evidence printed by echo", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 3}}}, nil, fixed, true, 0.8, "does not show"},
 		{"evidence rewritten by sed", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 6}}}, nil, fixed, true, 0.8, "does not show"},
 		{"forged markers", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 5}}}, nil, fixed, true, 0.8, "forged"},
@@ -176,6 +176,25 @@ func TestSimpleCommand(t *testing.T) {
 	} {
 		if got := simpleCommand(tt.line); got != tt.want {
 			t.Errorf("simpleCommand(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}
+
+// Each answer checked before the final one costs CheckCost, and says so.
+func TestCheckCost(t *testing.T) {
+	d := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	fixed := &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.19}
+	for _, checks := range []int{0, 1, 3} {
+		res, err := Grade(Input{Variant: variant(t), Diagnosis: d, Transcripts: transcripts(), Remediation: fixed, Checks: checks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 - CheckCost*float64(checks); abs(res.Score-want) > 1e-9 {
+			t.Errorf("%d checks: score %.3f, want %.3f", checks, res.Score, want)
+		}
+		last := res.Criteria[len(res.Criteria)-1]
+		if (checks > 0) != (last.Name == "checks") {
+			t.Errorf("%d checks: last criterion %q", checks, last.Name)
 		}
 	}
 }

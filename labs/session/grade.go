@@ -29,10 +29,54 @@ func (l *Lab) Transcripts() ([]grader.Transcript, error) {
 	return out, nil
 }
 
-// Grade scores a diagnosis. When the lab has a remediation check, the workload is
-// measured again first (the learner's fix must already be in place). Grading ends the
-// lab: the faults are reverted and the environment goes down.
+// ErrNoChecksLeft is returned by Check once MaxChecks checks have been used.
+var ErrNoChecksLeft = errors.New("no answer checks left: submit your final answer")
+
+// Check grades a diagnosis without ending the lab: the learner sees which criteria
+// hold, nothing of the answer. Each check costs grader.CheckCost at the final grading.
+func (l *Lab) Check(ctx context.Context, d grader.Diagnosis) (grader.Result, error) {
+	l.mu.Lock()
+	if l.checks >= MaxChecks {
+		l.mu.Unlock()
+		return grader.Result{}, ErrNoChecksLeft
+	}
+	l.mu.Unlock()
+	res, err := l.grade(ctx, d, false)
+	if err != nil {
+		return res, err
+	}
+	l.mu.Lock()
+	l.checks++
+	l.lastCheck = &res
+	l.mu.Unlock()
+	return res, nil
+}
+
+// Grade scores the final diagnosis and ends the lab: the faults are reverted and the
+// environment goes down. When the lab has a remediation check, the workload is
+// measured again first (the learner's fix must already be in place).
 func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, error) {
+	res, err := l.grade(ctx, d, true)
+	if err != nil {
+		return res, err
+	}
+	l.cancel() // teardown: revert and down
+	return res, nil
+}
+
+// grade waits for the self-test, then grades. Whatever goes wrong (ctx done, a failed
+// measurement), the lab is back to Ready: a learner is never left stuck in Grading.
+func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader.Result, error) {
+	// The lab's own end cancels a grading in flight too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.ctx, cancel)()
+	select {
+	case <-l.confirmed:
+	case <-ctx.Done():
+		return grader.Result{}, fmt.Errorf("%w: the self-test has not finished (%v)", ErrNotReady, context.Cause(ctx))
+	}
+
 	l.mu.Lock()
 	if l.state != Ready {
 		st := l.state
@@ -40,18 +84,36 @@ func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 		return grader.Result{}, fmt.Errorf("%w (it is %s)", ErrNotReady, st)
 	}
 	l.state = Grading
+	if l.stopStream != nil {
+		l.stopStream() // the chart's run in flight gives way to the measurement
+	}
+	checks := l.checks
 	l.mu.Unlock()
+	done := false
+	defer func() {
+		l.mu.Lock()
+		if l.state == Grading {
+			l.state = Ready
+			if done && final {
+				l.state = Done
+			}
+		}
+		l.mu.Unlock()
+	}()
 
 	ts, err := l.Transcripts()
 	if err != nil {
 		return grader.Result{}, err
 	}
-	in := grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts, HintsUsed: l.HintsUsed()}
+	in := grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts, HintsUsed: l.HintsUsed(), Checks: checks}
 	if r := l.Variant.Scenario.Remediation; r != nil && l.baseline > 0 {
 		// One run can be unlucky on a busy host: a second chance before saying "not fixed".
 		var after float64
 		for try := 0; try < 2 && after < r.MinRatio*l.baseline; try++ {
-			bw, err := l.measure(l.ctx)
+			bw, err := l.measure(ctx)
+			if ctx.Err() != nil {
+				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))
+			}
 			if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", err)
 			}
@@ -63,9 +125,11 @@ func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 	if err != nil {
 		return grader.Result{}, err
 	}
-	l.mu.Lock()
-	l.result, l.state = &res, Done
-	l.mu.Unlock()
-	l.cancel() // teardown: revert and down
+	if final {
+		l.mu.Lock()
+		l.result = &res
+		l.mu.Unlock()
+	}
+	done = true
 	return res, nil
 }

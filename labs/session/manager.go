@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/commlab/commlab/scenarios"
 )
@@ -13,11 +14,12 @@ import (
 var ErrBusy = errors.New("you already have a lab running: finish or stop it first")
 
 // Manager keeps the labs of every learner: at most PerLearner running at once each,
-// and forgets a lab some time after it ended.
+// and forgets a lab Retain after it ended (its result stays readable that long).
 type Manager struct {
 	cfg        Config
 	ctx        context.Context
 	PerLearner int
+	Retain     time.Duration
 
 	mu   sync.Mutex
 	labs map[string]*Lab
@@ -25,11 +27,25 @@ type Manager struct {
 
 // NewManager makes a manager whose labs live at most as long as ctx.
 func NewManager(ctx context.Context, cfg Config) *Manager {
-	return &Manager{cfg: cfg, ctx: ctx, PerLearner: 1, labs: map[string]*Lab{}}
+	return &Manager{cfg: cfg, ctx: ctx, PerLearner: 1, Retain: time.Hour, labs: map[string]*Lab{}}
 }
 
-// Check says whether this host can run a scenario's environment, or why not.
-func (m *Manager) Check(s *scenarios.Scenario) error { return m.cfg.Provider.Check(s.Environment) }
+// Check says whether this host can run a scenario, or why not: its environment, and
+// every fault kind it injects. Nothing is built, so a host lacking a feature refuses
+// before any sandbox exists.
+func (m *Manager) Check(s *scenarios.Scenario) error {
+	if err := m.cfg.Provider.Check(s.Environment); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	defer cancel()
+	for _, f := range s.Faults {
+		if err := m.cfg.Faults.Supports(ctx, f.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Start starts a lab for a learner, unless they have too many running or this host
 // cannot run its environment.
@@ -50,6 +66,7 @@ func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
 	}
 	l := Start(m.ctx, m.cfg, learner, v)
 	m.labs[l.ID] = l
+	go m.forget(l)
 	return l, nil
 }
 
@@ -100,6 +117,19 @@ func (m *Manager) Shutdown() {
 	for _, l := range m.All() {
 		l.Wait()
 	}
+}
+
+// forget drops a lab Retain after it ended, so memory stays bounded by the labs
+// running and those ended recently.
+func (m *Manager) forget(l *Lab) {
+	<-l.Ended()
+	select {
+	case <-time.After(m.Retain):
+	case <-m.ctx.Done():
+	}
+	m.mu.Lock()
+	delete(m.labs, l.ID)
+	m.mu.Unlock()
 }
 
 func (l *Lab) isEnded() bool {

@@ -1,12 +1,16 @@
 // Package session runs one lab from start to end, top-down in one place:
 //
-//	environment up → healthy baseline → inject (journaled) → self-test (the fault
-//	must really hurt) → workload streams busbw → learner's terminals (recorded) →
-//	grade (evidence from the recordings, remediation re-measured) → revert → down
+//	environment up → learner's terminals (recorded) → healthy baseline → inject
+//	(journaled; the chart marks the moment) → ready → self-test (the fault must
+//	really hurt; scoring confirmed) → workload streams busbw → checks → grade
+//	(evidence from the recordings, remediation re-measured) → revert → down
 //
-// A Lab always ends with its faults reverted and its environment down: on grading,
-// on Stop, on TTL expiry and when its context is cancelled. A lab whose self-test
-// fails is not scored and says why, so a flaky host is never the learner's fault.
+// The terminals open as soon as the environment is up, so the learner works while
+// the baseline and the self-test run; grading waits for the self-test. A Lab always
+// ends with its faults reverted (in reverse order) and its environment down, once:
+// on grading, on Stop, on TTL expiry and when its context is cancelled. A lab whose
+// self-test fails is not scored and says why, so a flaky host is never the learner's
+// fault.
 package session
 
 import (
@@ -67,6 +71,8 @@ type Faults interface {
 	// Apply applies a fault and returns its id and the equivalent shell command.
 	Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (id, command string, err error)
 	Revert(ctx context.Context, id string) error
+	// Supports says, without applying anything, whether this host can apply kind.
+	Supports(ctx context.Context, kind string) error
 }
 
 // State is where a lab is in its life.
@@ -126,11 +132,28 @@ type Lab struct {
 	terminals map[string]*Terminal
 	samples   *Samples
 	hints     map[int]bool
+	checks    int
+	lastCheck *grader.Result
+	revealed  bool
 	baseline  float64
 	faulted   float64
 	result    *grader.Result
-	ended     chan struct{}
+	// confirmed is closed once the self-test has shown the fault hurts (or the lab
+	// has none to run); grading waits for it.
+	confirmed chan struct{}
+	// stopStream cancels the chart's workload run in flight, so a grading
+	// measurement does not wait for it.
+	stopStream context.CancelFunc
+	ended      chan struct{}
 }
+
+// MaxChecks is how many times a learner may check an answer without ending the lab;
+// each check costs grader.CheckCost, as a hint does.
+const MaxChecks = 3
+
+// FaultEvent labels the chart's mark of the moment the fault appears. It names no
+// fault: the kind is for the debrief only.
+const FaultEvent = "fault"
 
 // ErrNotReady is returned for actions that need a ready lab.
 var ErrNotReady = errors.New("the lab is not ready")
@@ -148,7 +171,7 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	l := &Lab{
 		ID: newID(), Learner: learner, Variant: v, Started: now, Expires: now.Add(cfg.TTL),
 		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{},
-		samples: newSamples(600), ended: make(chan struct{}),
+		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}),
 	}
 	l.log = cfg.Log.With("lab", l.ID, "scenario", v.Scenario.ID, "learner", learner)
 	l.ctx, l.cancel = context.WithDeadline(context.WithoutCancel(parent), l.Expires)
@@ -172,8 +195,16 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// steps of the start-up, for the progress bar.
-const startSteps = 6
+// Steps of the start-up, for the progress bar: keys of the web i18n catalogue.
+const (
+	StepUp       = "lab.step.up"
+	StepShells   = "lab.step.shells"
+	StepBaseline = "lab.step.baseline"
+	StepInject   = "lab.step.inject"
+	StepSelfTest = "lab.step.selftest"
+	StepReady    = "lab.step.ready"
+	startSteps   = 6
+)
 
 func (l *Lab) setStep(n int, step string) {
 	l.mu.Lock()
@@ -189,8 +220,8 @@ func (l *Lab) run() {
 	s := l.Variant.Scenario
 	ctx := l.ctx
 
-	l.setStep(1, "创建虚拟集群（网络命名空间、网卡、交换机）")
-	env, err := l.cfg.Provider.Up(ctx, s.Environment, l.cfg.TTL, func(step string) { l.setStep(1, step) })
+	l.setStep(1, StepUp)
+	env, err := l.cfg.Provider.Up(ctx, s.Environment, l.cfg.TTL, func(step string) { l.log.Info("environment", "step", step) })
 	if err != nil {
 		l.fail(fmt.Errorf("the lab environment could not start: %w", err))
 		return
@@ -199,8 +230,20 @@ func (l *Lab) run() {
 	l.env = env
 	l.mu.Unlock()
 
+	l.setStep(2, StepShells)
+	for _, node := range l.terminalNodes() {
+		t, err := openTerminal(ctx, env, node, l.recordingPath(node), l.log)
+		if err != nil {
+			l.fail(fmt.Errorf("open a shell on %s: %w", node, err))
+			return
+		}
+		l.mu.Lock()
+		l.terminals[node] = t
+		l.mu.Unlock()
+	}
+
 	if s.Workload != nil && s.Remediation != nil {
-		l.setStep(2, "测量健康基线（故障注入前）")
+		l.setStep(3, StepBaseline)
 		bw, err := l.measure(ctx)
 		if err != nil {
 			l.fail(fmt.Errorf("self-test: the healthy baseline could not be measured: %w", err))
@@ -210,7 +253,7 @@ func (l *Lab) run() {
 		l.samples.add(bw) // the chart starts from the healthy level
 	}
 
-	l.setStep(3, "注入故障")
+	l.setStep(4, StepInject)
 	faults, err := l.Variant.Faults()
 	if err != nil {
 		l.fail(err)
@@ -230,11 +273,16 @@ func (l *Lab) run() {
 		l.faultIDs = append(l.faultIDs, id)
 		l.injected = append(l.injected, f.Node+": "+cmd)
 		l.mu.Unlock()
-		l.samples.event("故障注入: " + f.Kind)
 	}
+	l.samples.event(FaultEvent)
+	l.mu.Lock()
+	if l.state == Starting {
+		l.state = Ready
+	}
+	l.mu.Unlock()
 
 	if l.baseline > 0 {
-		l.setStep(4, "自检：确认故障确实生效")
+		l.setStep(5, StepSelfTest)
 		bw, err := l.measure(ctx)
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.fail(fmt.Errorf("self-test: %w", err))
@@ -247,29 +295,14 @@ func (l *Lab) run() {
 			return
 		}
 	}
-
-	l.setStep(5, "打开终端")
-	for _, node := range l.terminalNodes() {
-		t, err := openTerminal(ctx, env, node, l.recordingPath(node), l.log)
-		if err != nil {
-			l.fail(fmt.Errorf("open a shell on %s: %w", node, err))
-			return
-		}
-		l.mu.Lock()
-		l.terminals[node] = t
-		l.mu.Unlock()
-	}
-
-	l.setStep(6, "就绪")
-	l.mu.Lock()
-	l.state = Ready
-	l.mu.Unlock()
+	close(l.confirmed)
+	l.setStep(6, StepReady)
 	if s.Workload != nil && !l.cfg.NoStream {
 		go l.streamWorkload(ctx)
 	}
 	<-ctx.Done()
 	l.mu.Lock()
-	if l.state == Ready || l.state == Starting {
+	if l.state == Ready || l.state == Starting || l.state == Grading {
 		l.state = Expired
 	}
 	l.mu.Unlock()
@@ -289,10 +322,10 @@ func (l *Lab) teardown() {
 	defer cancel()
 	l.mu.Lock()
 	terms, ids, env := l.terminals, l.faultIDs, l.env
-	l.faultIDs = nil
+	l.faultIDs, l.env = nil, nil
 	l.mu.Unlock()
 	for _, t := range terms {
-		t.Close()
+		t.Close() // frees its scrollback too: an ended lab keeps only its recordings
 	}
 	for i := len(ids) - 1; i >= 0; i-- {
 		if err := l.cfg.Faults.Revert(ctx, ids[i]); err != nil {
@@ -310,7 +343,7 @@ func (l *Lab) teardown() {
 // Stop ends the lab now, at the learner's request.
 func (l *Lab) Stop() {
 	l.mu.Lock()
-	if l.state == Ready || l.state == Starting {
+	if l.state == Ready || l.state == Starting || l.state == Grading {
 		l.state = Stopped
 	}
 	l.mu.Unlock()
@@ -333,6 +366,11 @@ type Status struct {
 	Nodes    []string       `json:"nodes"`
 	// Sandbox is the environment's id (namespaces cl-<sandbox>-…), once it is up.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Confirmed: the fault is in place and the self-test showed it hurts, so an
+	// answer can be graded at once.
+	Confirmed bool `json:"confirmed"`
+	// ChecksLeft is how many answer checks remain before the final submission.
+	ChecksLeft int `json:"checks_left"`
 }
 
 // Status returns where the lab is.
@@ -347,6 +385,12 @@ func (l *Lab) Status() Status {
 	if l.env != nil {
 		st.Sandbox = l.env.ID()
 	}
+	select {
+	case <-l.confirmed:
+		st.Confirmed = l.state == Ready
+	default:
+	}
+	st.ChecksLeft = MaxChecks - l.checks
 	slices.Sort(st.Nodes)
 	return st
 }
@@ -363,7 +407,7 @@ func (l *Lab) Terminal(node string) (*Terminal, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.terminals[node]
-	return t, ok && l.state == Ready
+	return t, ok && (l.state == Starting || l.state == Ready || l.state == Grading)
 }
 
 // Samples returns the lab's busbw time series.
@@ -402,9 +446,32 @@ func (l *Lab) Injected() []string {
 	return append([]string(nil), l.injected...)
 }
 
-// Result returns the grading result, nil before grading.
+// Result returns the final grading result, nil before the final submission.
 func (l *Lab) Result() *grader.Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.result
+}
+
+// LastCheck returns the result of the latest check, nil before any.
+func (l *Lab) LastCheck() *grader.Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastCheck
+}
+
+// Revealed says whether the debrief and the injected commands may be shown: after a
+// passed submission, or once the learner gave up.
+func (l *Lab) Revealed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.revealed || (l.result != nil && l.result.Passed)
+}
+
+// GiveUp ends the lab if it still runs and reveals the debrief.
+func (l *Lab) GiveUp() {
+	l.mu.Lock()
+	l.revealed = true
+	l.mu.Unlock()
+	l.Stop()
 }

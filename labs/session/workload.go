@@ -30,10 +30,16 @@ func (l *Lab) workloadEnv() []string {
 func (l *Lab) measure(ctx context.Context) (float64, error) {
 	l.wl.Lock()
 	defer l.wl.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	if err := ctx.Err(); err != nil {
+		return 0, err // cancelled while waiting for the links
+	}
+	mctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	bw, err := l.env.Workload(ctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
+	bw, err := l.env.Workload(mctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
 	if err != nil && ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	if err != nil && mctx.Err() != nil {
 		return 0, fmt.Errorf("%w: timed out after 3 minutes", ErrWorkloadFailed)
 	}
 	if err != nil {
@@ -50,15 +56,30 @@ func (l *Lab) measure(ctx context.Context) (float64, error) {
 func (l *Lab) streamWorkload(ctx context.Context) {
 	for ctx.Err() == nil {
 		l.mu.Lock()
-		ready := l.state == Ready
+		st := l.state
 		l.mu.Unlock()
-		if !ready {
+		if st == Grading { // a check measures; the chart resumes after it
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if st != Ready {
 			return
 		}
 		start := time.Now()
-		bw, err := l.measure(ctx)
+		run, stop := context.WithCancel(ctx)
+		l.mu.Lock()
+		l.stopStream = stop
+		l.mu.Unlock()
+		bw, err := l.measure(run)
+		stop()
 		if ctx.Err() != nil {
 			return
+		}
+		if run.Err() != nil {
+			continue // a grading took the links: this run is not a sample
 		}
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.log.Warn("workload", "err", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/web"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -105,7 +106,7 @@ func runLab(ctx context.Context, g *globals, sc *scenarios.Scenario, seed uint64
 	for {
 		st := l.Status()
 		if st.Step != last {
-			fmt.Fprintf(out, "[%d/%d] %s\n", st.Progress["done"], st.Progress["total"], st.Step)
+			fmt.Fprintf(out, "[%d/%d] %s\n", st.Progress["done"], st.Progress["total"], web.T("zh", st.Step))
 			last = st.Step
 		}
 		if st.State == session.Ready {

@@ -167,6 +167,9 @@ func (f Faults) Apply(ctx context.Context, t injector.Target, kind string, param
 // Revert implements session.Faults.
 func (f Faults) Revert(ctx context.Context, id string) error { return f.In.Revert(ctx, id) }
 
+// Supports implements session.Faults.
+func (f Faults) Supports(ctx context.Context, kind string) error { return f.In.Supports(ctx, kind) }
+
 // OpenInjector opens the journaled injector; a nil opts.Registry means every built-in
 // fault kind.
 func OpenInjector(opts injector.Options) (*injector.Injector, error) {

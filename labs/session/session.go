@@ -308,10 +308,18 @@ func (l *Lab) run() {
 	l.mu.Unlock()
 }
 
+// fail ends a lab that could not go on. A step that failed because the lab was
+// stopped or timed out is not a failure: the lab keeps saying Stopped or Expired.
 func (l *Lab) fail(err error) {
-	l.log.Warn("lab failed", "err", err)
 	l.mu.Lock()
-	l.state, l.failure = Failed, err.Error()
+	switch {
+	case l.state == Stopped:
+	case l.ctx.Err() != nil:
+		l.state = Expired
+	default:
+		l.state, l.failure = Failed, err.Error()
+		l.log.Warn("lab failed", "err", err)
+	}
 	l.mu.Unlock()
 	l.cancel()
 }

@@ -1,0 +1,424 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/scenarios"
+)
+
+// The fakes stand for what lies outside this package: the sandbox (namespaces, shells,
+// the workload) and the injector. Each failure point of a lab's life can be set.
+
+const testScenario = `id: t-two-faults
+chapter: ch08
+title: t
+environment: {kind: gpu}
+workload: {gpu: [nccl-test]}
+params:
+  rate: {choose: ["80"]}
+faults:
+  - {kind: nic-rate, node: node2, params: {nic: rdma0, rate: "${rate}mbit"}}
+  - {kind: loss, node: node1, params: {nic: rdma0, percent: "5%"}}
+task: t
+diagnosis: {class: nic-rate-limited, location: {node: node2, nic: rdma0}}
+evidence:
+  - {id: tbf, node: node2, command: '^tc\b', output: 'tbf'}
+remediation: {measure: workload, min_ratio: 0.8}
+hints:
+  - {text: h, cost: 0.1}
+debrief: d
+`
+
+func testVariant(t *testing.T) *scenarios.Variant {
+	t.Helper()
+	s, probs := scenarios.Parse("t.yaml", []byte(testScenario), scenarios.Options{})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	return s.Draw(1)
+}
+
+// fakeHost records what the lab did to it, in order.
+type fakeHost struct {
+	mu      sync.Mutex
+	log     []string
+	downs   int
+	upErr   error
+	applyAt int // the nth Apply (1-based) fails; 0: none
+	applied int
+	// workload answers the nth run; a nil func measures 1 GB/s.
+	workload    func(ctx context.Context, n int) (float64, error)
+	runs        int
+	unsupported string
+}
+
+func (h *fakeHost) note(s string) {
+	h.mu.Lock()
+	h.log = append(h.log, s)
+	h.mu.Unlock()
+}
+
+func (h *fakeHost) events() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.log)
+}
+
+func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (Env, error) {
+	h.note("up")
+	if h.upErr != nil {
+		return nil, h.upErr
+	}
+	return fakeEnv{h}, nil
+}
+
+func (h *fakeHost) Check(scenarios.Environment) error { return nil }
+
+func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
+	h.mu.Lock()
+	h.applied++
+	n := h.applied
+	h.mu.Unlock()
+	if n == h.applyAt {
+		return "", "", errors.New("apply failed")
+	}
+	id := fmt.Sprintf("f%d", n)
+	h.note("apply " + id)
+	return id, "tc qdisc add dev rdma0 root tbf", nil
+}
+
+func (h *fakeHost) Revert(ctx context.Context, id string) error { h.note("revert " + id); return nil }
+
+func (h *fakeHost) Supports(ctx context.Context, kind string) error {
+	if kind == h.unsupported {
+		return fmt.Errorf("%s: this kernel has no sch_netem", kind)
+	}
+	return nil
+}
+
+type fakeEnv struct{ h *fakeHost }
+
+func (e fakeEnv) ID() string                         { return "fake1" }
+func (e fakeEnv) Nodes() []string                    { return []string{"node1", "node2"} }
+func (e fakeEnv) Target(node string) injector.Target { return injector.Target{} }
+func (e fakeEnv) Shell(ctx context.Context, node, rc string) (PTY, error) {
+	r, w := io.Pipe()
+	return &fakePTY{r: r, w: w}, nil
+}
+
+func (e fakeEnv) Workload(ctx context.Context, w *scenarios.Workload, env []string, out io.Writer) (float64, error) {
+	e.h.mu.Lock()
+	e.h.runs++
+	n, f := e.h.runs, e.h.workload
+	e.h.mu.Unlock()
+	if f == nil {
+		return 1, nil
+	}
+	return f(ctx, n)
+}
+
+func (e fakeEnv) Down(ctx context.Context) error {
+	e.h.mu.Lock()
+	e.h.downs++
+	e.h.mu.Unlock()
+	e.h.note("down")
+	return nil
+}
+
+// fakePTY echoes what is typed, as a shell's line discipline would.
+type fakePTY struct {
+	r *io.PipeReader
+	w *io.PipeWriter
+}
+
+func (p *fakePTY) Read(b []byte) (int, error)     { return p.r.Read(b) }
+func (p *fakePTY) Write(b []byte) (int, error)    { return p.w.Write(b) }
+func (p *fakePTY) Resize(rows, cols uint16) error { return nil }
+func (p *fakePTY) Close() error                   { p.w.Close(); return p.r.Close() }
+
+// healthyThenFaulted: the baseline measures 1, the self-test 0.1, re-measures 1 (fixed).
+func healthyThenFaulted(ctx context.Context, n int) (float64, error) {
+	if n == 2 {
+		return 0.1, nil
+	}
+	return 1, nil
+}
+
+// blockUntil makes run n block until ctx ends.
+func blockOn(n int, next func(context.Context, int) (float64, error)) func(context.Context, int) (float64, error) {
+	return func(ctx context.Context, m int) (float64, error) {
+		if m == n {
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		return next(ctx, m)
+	}
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func startLab(t *testing.T, h *fakeHost, ttl time.Duration) *Lab {
+	t.Helper()
+	return Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: ttl, NoStream: true, Log: quiet}, 1, testVariant(t))
+}
+
+func waitFor(t *testing.T, l *Lab, ok func(Status) bool) Status {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st := l.Status(); ok(st) {
+			return st
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("lab stuck at %+v", l.Status())
+	return Status{}
+}
+
+func ended(t *testing.T, l *Lab) {
+	t.Helper()
+	select {
+	case <-l.Ended():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("lab did not end: %+v", l.Status())
+	}
+}
+
+// TestLifecycle drives a lab into every failure point and checks how it ends: which
+// state, the faults reverted in reverse order, the environment down exactly once.
+func TestLifecycle(t *testing.T) {
+	tests := []struct {
+		name    string
+		host    *fakeHost
+		ttl     time.Duration
+		act     func(t *testing.T, l *Lab)
+		want    State
+		failure string
+		events  []string
+	}{
+		{name: "up fails", host: &fakeHost{upErr: errors.New("no slot")}, want: Failed, failure: "no slot",
+			events: []string{"up"}},
+		{name: "baseline fails", host: &fakeHost{workload: func(context.Context, int) (float64, error) { return 0, errors.New("rank 1 crashed") }},
+			want: Failed, failure: "baseline", events: []string{"up", "down"}},
+		{name: "second apply fails, first reverted", host: &fakeHost{applyAt: 2, workload: healthyThenFaulted},
+			want: Failed, failure: "inject loss", events: []string{"up", "apply f1", "revert f1", "down"}},
+		{name: "ineffective self-test", host: &fakeHost{},
+			want: Failed, failure: "did not slow", events: []string{"up", "apply f1", "apply f2", "revert f2", "revert f1", "down"}},
+		{name: "cancel during start", host: &fakeHost{workload: blockOn(1, healthyThenFaulted)},
+			act: func(t *testing.T, l *Lab) {
+				waitFor(t, l, func(s Status) bool { return s.Step == StepBaseline })
+				l.Stop()
+			}, want: Stopped, events: []string{"up", "down"}},
+		{name: "TTL", host: &fakeHost{workload: healthyThenFaulted}, ttl: 300 * time.Millisecond,
+			want: Expired, events: []string{"up", "apply f1", "apply f2", "revert f2", "revert f1", "down"}},
+		{name: "submitted", host: &fakeHost{workload: healthyThenFaulted},
+			act: func(t *testing.T, l *Lab) {
+				d := grader.Diagnosis{Class: "nic-rate-limited", Location: map[string]string{"node": "node2", "nic": "rdma0"}}
+				if _, err := l.Check(context.Background(), d); err != nil {
+					t.Fatal(err)
+				}
+				if st := l.Status(); st.State != Ready || st.ChecksLeft != MaxChecks-1 || l.Result() != nil {
+					t.Fatalf("after a check: %+v, result %v", st, l.Result())
+				}
+				res, err := l.Grade(context.Background(), d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(fmt.Sprint(res.Criteria), "grade.checks") {
+					t.Errorf("the check is not costed: %+v", res.Criteria)
+				}
+			}, want: Done, events: []string{"up", "apply f1", "apply f2", "revert f2", "revert f1", "down"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ttl := tt.ttl
+			if ttl == 0 {
+				ttl = time.Minute
+			}
+			h := tt.host
+			l := startLab(t, h, ttl)
+			if tt.act != nil {
+				tt.act(t, l)
+			}
+			ended(t, l)
+			st := l.Status()
+			if st.State != tt.want || !strings.Contains(st.Failure, tt.failure) {
+				t.Errorf("state %s (%q), want %s (%q)", st.State, st.Failure, tt.want, tt.failure)
+			}
+			if got := h.events(); !slices.Equal(got, tt.events) {
+				t.Errorf("host saw %q, want %q", got, tt.events)
+			}
+		})
+	}
+}
+
+// A failed or timed-out grading leaves the lab usable: Ready, and gradable again.
+func TestGradeFailureKeepsLab(t *testing.T) {
+	var fail sync.Mutex
+	failing := true
+	h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		switch {
+		case n == 2:
+			return 0.1, nil
+		case n == 3:
+			<-ctx.Done() // the re-measure hangs until the grading's ctx gives up
+			return 0, ctx.Err()
+		}
+		fail.Lock()
+		defer fail.Unlock()
+		if failing && n > 3 {
+			return 0, errors.New("exec: commlab: not found")
+		}
+		return 1, nil
+	}}
+	l := startLab(t, h, time.Minute)
+	defer l.Stop()
+	waitFor(t, l, func(s Status) bool { return s.Confirmed })
+	d := grader.Diagnosis{Class: "nic-rate-limited"}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := l.Grade(ctx, d); err == nil {
+		t.Fatal("a grading past its deadline succeeded")
+	}
+	if st := l.Status(); st.State != Ready {
+		t.Fatalf("after a timed-out grading the lab is %s", st.State)
+	}
+	if _, err := l.Grade(context.Background(), d); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("a failed re-measure graded: %v", err)
+	}
+	if st := l.Status(); st.State != Ready {
+		t.Fatalf("after a failed grading the lab is %s", st.State)
+	}
+	fail.Lock()
+	failing = false
+	fail.Unlock()
+	if _, err := l.Grade(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	ended(t, l)
+	if l.Status().State != Done {
+		t.Errorf("state %s after grading", l.Status().State)
+	}
+}
+
+// Checks are limited; a grading waits for the self-test instead of refusing.
+func TestChecksAndConfirmation(t *testing.T) {
+	release := make(chan struct{})
+	h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		if n == 2 {
+			<-release // the self-test is still running
+			return 0.1, nil
+		}
+		return 1, nil
+	}}
+	l := startLab(t, h, time.Minute)
+	defer l.Stop()
+	st := waitFor(t, l, func(s Status) bool { return s.State == Ready })
+	if st.Confirmed || len(st.Nodes) != 2 {
+		t.Fatalf("ready before the self-test: %+v", st)
+	}
+	if _, ok := l.Terminal("node1"); !ok {
+		t.Fatal("no terminal while the self-test runs")
+	}
+	d := grader.Diagnosis{Class: "link-loss"}
+	done := make(chan error)
+	go func() { _, err := l.Check(context.Background(), d); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("checked before the self-test ended: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < MaxChecks; i++ {
+		if _, err := l.Check(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Check(context.Background(), d); !errors.Is(err, ErrNoChecksLeft) {
+		t.Fatalf("check %d: %v", MaxChecks+1, err)
+	}
+	if l.Revealed() {
+		t.Error("checks revealed the debrief")
+	}
+	if res, _ := l.Grade(context.Background(), d); res.Passed || l.Revealed() {
+		t.Errorf("a wrong final answer revealed the debrief (passed %v)", res.Passed)
+	}
+	l.GiveUp()
+	if !l.Revealed() {
+		t.Error("giving up did not reveal the debrief")
+	}
+}
+
+// The chart marks the moment of the fault, never its kind or parameters.
+func TestChartNamesNoFault(t *testing.T) {
+	l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+	defer l.Stop()
+	waitFor(t, l, func(s Status) bool { return s.Confirmed })
+	past, _, stop := l.Samples().Subscribe()
+	stop()
+	var kinds []string
+	for _, x := range past {
+		kinds = append(kinds, x.Type+":"+x.Label)
+	}
+	if want := []string{"sample:", "event:" + FaultEvent, "sample:"}; !slices.Equal(kinds, want) {
+		t.Errorf("chart got %q, want %q", kinds, want)
+	}
+}
+
+func TestManager(t *testing.T) {
+	t.Run("a host lacking a fault's feature is refused before any sandbox", func(t *testing.T) {
+		h := &fakeHost{unsupported: "loss"}
+		m := NewManager(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), NoStream: true, Log: quiet})
+		if _, err := m.Start(1, testVariant(t)); err == nil || !strings.Contains(err.Error(), "sch_netem") {
+			t.Fatalf("started: %v", err)
+		}
+		if ev := h.events(); len(ev) > 0 {
+			t.Errorf("the host was touched: %q", ev)
+		}
+	})
+	t.Run("one lab per learner, ended labs forgotten", func(t *testing.T) {
+		h := &fakeHost{workload: healthyThenFaulted}
+		m := NewManager(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), NoStream: true, Log: quiet})
+		m.Retain = 50 * time.Millisecond
+		l, err := m.Start(1, testVariant(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Start(1, testVariant(t)); !errors.Is(err, ErrBusy) {
+			t.Fatalf("second lab: %v", err)
+		}
+		if _, err := m.Get(2, l.ID); !errors.Is(err, ErrNoLab) {
+			t.Fatalf("another learner got the lab: %v", err)
+		}
+		l.Stop()
+		ended(t, l)
+		if _, err := m.Get(1, l.ID); err != nil {
+			t.Fatalf("an ended lab is gone at once: %v", err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(m.All()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := len(m.All()); n != 0 {
+			t.Fatalf("%d ended labs still kept", n)
+		}
+		if _, ok := m.Current(1); ok {
+			t.Error("Current returns a forgotten lab")
+		}
+	})
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
+	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"github.com/commlab/commlab/grader"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/web"
 )
@@ -47,18 +51,35 @@ func (s *Server) labRoutes(r *gin.Engine) {
 	lab.GET("/term/:node/ws", s.labTerminal)
 	lab.GET("/metrics/ws", s.labMetrics)
 	lab.POST("/hint/:n", s.labHint)
+	lab.POST("/check", s.labCheck)
 	lab.POST("/submit", s.labSubmit)
+	lab.POST("/giveup", s.labGiveUp)
 	lab.POST("/stop", s.labStop)
 }
+
+// gradeTimeout bounds a check or a submission: the workload is measured again (twice
+// at most), which takes a few seconds on a quiet host.
+const gradeTimeout = 2 * time.Minute
 
 type labIntroData struct {
 	Scenario *scenarios.Scenario
 	Chapter  string
-	Current  *session.Lab
-	Off      string
+	// Summary is the task with its variant's values left out.
+	Summary template.HTML
+	// Nodes and NICs of the topology (netns labs), as lists to read.
+	Nodes, NICs int
+	NodeList    string
+	NICList     string
+	Minutes     int
+	Remediate   bool
+	// Current is the learner's running lab, whichever scenario it is.
+	Current *session.Lab
+	Off     string
 	// Cannot says why this host cannot run the lab (a gpu lab without a GPU).
 	Cannot string
 }
+
+var paramRef = regexp.MustCompile(`\$\{[a-z_0-9]+\}`)
 
 func (s *Server) scenario(id string) (*scenarios.Scenario, error) {
 	if s.cats == nil {
@@ -77,9 +98,19 @@ func (s *Server) labIntro(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	d := labIntroData{Scenario: sc, Off: s.labsOff}
+	d := labIntroData{Scenario: sc, Off: s.labsOff, Minutes: int(session.DefaultTTL / time.Minute), Remediate: sc.Remediation != nil}
 	if ch, ok := s.lib.Course().Chapter(sc.Chapter); ok {
 		d.Chapter = ch.Title
+	}
+	d.Summary, _ = course.Markdown(paramRef.ReplaceAllString(sc.Task, "…"))
+	if t, err := topology.Load(sc.Environment.Topology); err == nil && sc.Environment.Kind != "gpu" {
+		names := t.NodeNames()
+		d.Nodes, d.NodeList = len(names), strings.Join(names, ", ")
+		var nics []string
+		for _, nic := range t.Nodes[0].NICs {
+			nics = append(nics, nic.Name+" ("+string(nic.Role)+")")
+		}
+		d.NICs, d.NICList = len(nics), strings.Join(nics, ", ")
 	}
 	if s.labs != nil {
 		if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
@@ -89,7 +120,7 @@ func (s *Server) labIntro(c *gin.Context) {
 		}
 	}
 	if u := userOf(c); u != nil && s.labs != nil {
-		if l, ok := s.labs.Current(u.ID); ok && !ended(l) {
+		if l, ok := s.labs.Current(u.ID); ok && l.Running() {
 			d.Current = l
 		}
 	}
@@ -119,8 +150,12 @@ func (s *Server) labStart(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	attempt := prog[sc.Chapter].LabAttempts + 1
-	l, err := s.labs.Start(u.ID, sc.Draw(scenarios.SeedFor(s.secret, u.ID, sc.ID, attempt)))
+	v := sc.Draw(scenarios.SeedFor(s.secret, u.ID, sc.ID, prog[sc.Chapter].LabAttempts+1))
+	// "Try again" keeps the variant of the lab it came from; "new variant" draws anew.
+	if prev, err := s.labs.Get(u.ID, c.PostForm("again")); err == nil && prev.Variant.Scenario.ID == sc.ID {
+		v = prev.Variant
+	}
+	l, err := s.labs.Start(u.ID, v)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return
@@ -160,15 +195,64 @@ func ended(l *session.Lab) bool {
 type labPageData struct {
 	Lab       *session.Lab
 	Status    session.Status
+	StepText  string
+	Running   bool
 	Task      template.HTML
 	Taxonomy  []scenarios.Class
 	Where     []string
 	Hints     []hintView
-	Result    *grader.Result
+	Check     *resultView
+	Result    *resultView
+	Revealed  bool
 	Debrief   template.HTML
 	Injected  []string
 	Scenario  *scenarios.Scenario
 	Remediate bool
+}
+
+// resultView is a grading in the UI language. Final is false for a check.
+type resultView struct {
+	Final      bool            `json:"final"`
+	Passed     bool            `json:"passed"`
+	Score      float64         `json:"score"`
+	ScoreText  string          `json:"score_text"`
+	Verdict    string          `json:"verdict"`
+	Criteria   []criterionView `json:"criteria"`
+	ChecksLeft int             `json:"checks_left"`
+	Raw        *grader.Result  `json:"-"`
+}
+
+type criterionView struct {
+	Name   string `json:"name"`
+	Title  string `json:"title"`
+	OK     bool   `json:"ok"`
+	Points string `json:"points"`
+	Detail string `json:"detail"`
+}
+
+func viewResult(lang string, r *grader.Result, final bool, checksLeft int) *resultView {
+	if r == nil {
+		return nil
+	}
+	v := &resultView{Final: final, Passed: r.Passed, Score: r.Score, ScoreText: strconv.Itoa(int(math.Round(r.Score*100))) + "%",
+		ChecksLeft: checksLeft, Raw: r}
+	switch {
+	case !final:
+		v.Verdict = web.T(lang, "lab.check.verdict")
+	case r.Passed:
+		v.Verdict = web.T(lang, "lab.passed")
+	default:
+		v.Verdict = web.T(lang, "lab.notpassed")
+	}
+	for _, c := range r.Criteria {
+		pts := fmt.Sprintf("%.2f", c.Earned)
+		if c.Weight > 0 {
+			pts += fmt.Sprintf(" / %.2f", c.Weight)
+		}
+		v.Criteria = append(v.Criteria, criterionView{Name: c.Name, Title: web.T(lang, "crit."+c.Name),
+			OK: c.Earned >= c.Weight-1e-9, Points: pts, Detail: fmt.Sprintf(web.T(lang, c.Key), c.Args...)})
+	}
+	return v
 }
 
 type hintView struct {
@@ -182,9 +266,10 @@ func (s *Server) labPage(c *gin.Context) {
 	l := labOf(c)
 	st := l.Status()
 	sc := l.Variant.Scenario
-	d := labPageData{Lab: l, Status: st, Scenario: sc, Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil,
-		Where: []string{scenarios.WhereNode, scenarios.WhereNIC, scenarios.WhereGPU, scenarios.WherePort}}
-	if st.State != session.Starting && st.State != session.Failed {
+	lang := langOf(c)
+	d := labPageData{Lab: l, Status: st, StepText: web.T(lang, st.Step), Running: l.Running(), Scenario: sc,
+		Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil, Where: whereFields(sc)}
+	if st.State != session.Failed {
 		d.Task, _ = course.Markdown(l.Variant.Task())
 	}
 	used := map[int]bool{}
@@ -198,9 +283,12 @@ func (s *Server) labPage(c *gin.Context) {
 		}
 		d.Hints = append(d.Hints, hv)
 	}
-	// The answer, the debrief and the injected commands appear only after grading.
-	if res := l.Result(); res != nil {
-		d.Result = res
+	d.Check = viewResult(lang, l.LastCheck(), false, st.ChecksLeft)
+	d.Result = viewResult(lang, l.Result(), true, 0)
+	// The debrief and the injected commands appear only after a passed submission or
+	// once the learner gave up; a wrong answer shows its criteria only.
+	if l.Revealed() {
+		d.Revealed = true
 		d.Debrief, _ = course.Markdown(l.Variant.Debrief())
 		d.Injected = l.Injected()
 	}
@@ -209,7 +297,29 @@ func (s *Server) labPage(c *gin.Context) {
 	s.renderPage(c, http.StatusOK, "lab", sc.Title, d)
 }
 
-func (s *Server) labState(c *gin.Context) { c.JSON(http.StatusOK, labOf(c).Status()) }
+// whereFields are the location fields the scenario's diagnosis has, in a fixed order:
+// a network-only lab asks for no GPU nor switch port.
+func whereFields(sc *scenarios.Scenario) []string {
+	var out []string
+	for _, k := range []string{scenarios.WhereNode, scenarios.WhereNIC, scenarios.WhereGPU, scenarios.WherePort} {
+		if _, ok := sc.Diagnosis.Location[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+type stateView struct {
+	session.Status
+	StepText string `json:"step_text"`
+	Running  bool   `json:"running"`
+}
+
+func (s *Server) labState(c *gin.Context) {
+	l := labOf(c)
+	st := l.Status()
+	c.JSON(http.StatusOK, stateView{Status: st, StepText: web.T(langOf(c), st.Step), Running: l.Running()})
+}
 
 type commandView struct {
 	Terminal string `json:"terminal"`
@@ -246,16 +356,23 @@ func (s *Server) labHint(c *gin.Context) {
 		s.fail(c, errNotFound)
 		return
 	}
-	if _, err := labOf(c).Hint(n - 1); err != nil {
+	h, err := labOf(c).Hint(n - 1)
+	if err != nil {
 		s.fail(c, errNotFound)
+		return
+	}
+	// The page's script opens the hint in place (the half-filled answer stays); a
+	// browser without it reloads the page.
+	if wantsJSON(c) {
+		text, _ := course.Markdown(h.Text)
+		c.JSON(http.StatusOK, gin.H{"n": n, "html": string(text)})
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/lab/"+labOf(c).ID+"#hints")
 }
 
-// labSubmit grades the diagnosis posted by the answer form.
-func (s *Server) labSubmit(c *gin.Context) {
-	l := labOf(c)
+// diagnosis reads the answer form.
+func diagnosis(c *gin.Context) (grader.Diagnosis, error) {
 	d := grader.Diagnosis{Class: c.PostForm("class"), Location: map[string]string{}}
 	for _, k := range []string{scenarios.WhereNode, scenarios.WhereNIC, scenarios.WhereGPU, scenarios.WherePort} {
 		if v := strings.TrimSpace(c.PostForm(k)); v != "" {
@@ -266,20 +383,61 @@ func (s *Server) labSubmit(c *gin.Context) {
 		term, seq, ok := strings.Cut(ref, "#")
 		n, err := strconv.Atoi(seq)
 		if !ok || err != nil {
-			s.fail(c, httpError{http.StatusBadRequest, "err.badform", "evidence " + ref})
-			return
+			return d, httpError{http.StatusBadRequest, "err.badform", "evidence " + ref}
 		}
 		d.Evidence = append(d.Evidence, grader.EvidenceRef{Terminal: term, Seq: n})
 	}
-	// Grading re-measures the workload, which takes a while: not bound to the request.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Minute)
+	return d, nil
+}
+
+// gradeErr maps a grading's failure to what the learner is told; the lab stays usable.
+func (s *Server) gradeErr(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, session.ErrNoChecksLeft):
+		s.fail(c, httpError{http.StatusConflict, "err.nochecks", ""})
+	case errors.Is(err, session.ErrNotReady):
+		s.fail(c, errNotReady)
+	default:
+		s.fail(c, httpError{http.StatusServiceUnavailable, "err.grade", err.Error()})
+	}
+}
+
+// labCheck grades the answer without ending the lab (a limited number of times).
+func (s *Server) labCheck(c *gin.Context) {
+	l := labOf(c)
+	d, err := diagnosis(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), gradeTimeout)
+	defer cancel()
+	res, err := l.Check(ctx, d)
+	if err != nil {
+		s.gradeErr(c, err)
+		return
+	}
+	if wantsJSON(c) {
+		c.JSON(http.StatusOK, viewResult(langOf(c), &res, false, l.Status().ChecksLeft))
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/lab/"+l.ID+"#check")
+}
+
+// labSubmit grades the final answer and ends the lab.
+func (s *Server) labSubmit(c *gin.Context) {
+	l := labOf(c)
+	d, err := diagnosis(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	// Grading re-measures the workload: bound, but not by the request.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), gradeTimeout)
 	defer cancel()
 	res, err := l.Grade(ctx, d)
-	if errors.Is(err, session.ErrNotReady) {
-		s.fail(c, errNotReady)
-		return
-	} else if err != nil {
-		s.fail(c, err)
+	if err != nil {
+		s.gradeErr(c, err)
 		return
 	}
 	if err := s.store.RecordLab(c.Request.Context(), l.Learner, l.Variant.Scenario.Chapter, l.Variant.Scenario.ID, res.Score, res.Passed); err != nil {
@@ -287,6 +445,13 @@ func (s *Server) labSubmit(c *gin.Context) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/lab/"+l.ID+"#result")
+}
+
+// labGiveUp ends the lab (if it still runs) and shows the debrief.
+func (s *Server) labGiveUp(c *gin.Context) {
+	l := labOf(c)
+	l.GiveUp()
+	c.Redirect(http.StatusSeeOther, "/lab/"+l.ID+"#debrief")
 }
 
 func (s *Server) labStop(c *gin.Context) {
@@ -451,6 +616,8 @@ func (s *Server) labMetrics(c *gin.Context) {
 		case <-gone:
 			return
 		case <-l.Ended():
+			// The chart stops reconnecting.
+			_ = send(session.Sample{Type: "ended", T: float64(time.Now().UnixMilli()) / 1000})
 			return
 		case x := <-ch:
 			if send(x) != nil {

@@ -65,10 +65,19 @@ type Deps struct {
 	Secret []byte
 	// Scenarios and Labs serve the labs; nil Labs means labs are off (pages say why).
 	Scenarios *scenarios.Catalog
-	Labs      *session.Manager
+	Labs      Labs
 	// LabsOff, when Labs is nil, says why (e.g. "labs need root").
 	LabsOff string
 	Log     *slog.Logger
+}
+
+// Labs is what the server needs of the lab manager (session.Manager), so lab pages
+// and websockets can be tested without root.
+type Labs interface {
+	Check(s *scenarios.Scenario) error
+	Start(learner int64, v *scenarios.Variant) (*session.Lab, error)
+	Get(learner int64, id string) (*session.Lab, error)
+	Current(learner int64) (*session.Lab, bool)
 }
 
 // Server serves commlab over HTTP.
@@ -77,7 +86,7 @@ type Server struct {
 	lib     *course.Library
 	store   store.Store
 	cats    *scenarios.Catalog
-	labs    *session.Manager
+	labs    Labs
 	labsOff string
 	terms   *termCounter
 	csrf    *auth.CSRF

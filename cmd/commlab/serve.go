@@ -73,10 +73,12 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 				return err
 			}
 			deps := server.Deps{Library: lib, Store: st, Secret: key, Log: log, Scenarios: ct.scenarios}
-			deps.Labs, deps.LabsOff = startLabs(ctx, g.dataDir, allowHW, log)
-			if deps.Labs != nil {
-				defer deps.Labs.Shutdown()
+			labs, off := startLabs(ctx, g.dataDir, allowHW, log)
+			if labs != nil { // a nil *Manager must not become a non-nil interface
+				deps.Labs = labs
+				defer labs.Shutdown()
 			}
+			deps.LabsOff = off
 			srv, err := server.New(cfg, deps)
 			if err != nil {
 				return err

@@ -57,7 +57,7 @@ func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
 	defer m.mu.Unlock()
 	running := 0
 	for _, l := range m.labs {
-		if l.Learner == learner && !l.isEnded() {
+		if l.Learner == learner && l.Running() {
 			running++
 		}
 	}
@@ -130,15 +130,6 @@ func (m *Manager) forget(l *Lab) {
 	m.mu.Lock()
 	delete(m.labs, l.ID)
 	m.mu.Unlock()
-}
-
-func (l *Lab) isEnded() bool {
-	select {
-	case <-l.ended:
-		return true
-	default:
-		return false
-	}
 }
 
 func shortID(id string) string {

@@ -155,6 +155,9 @@ const MaxChecks = 3
 // fault: the kind is for the debrief only.
 const FaultEvent = "fault"
 
+// DefaultTTL is how long a lab may run unless Config says otherwise.
+const DefaultTTL = 45 * time.Minute
+
 // ErrNotReady is returned for actions that need a ready lab.
 var ErrNotReady = errors.New("the lab is not ready")
 
@@ -162,7 +165,7 @@ var ErrNotReady = errors.New("the lab is not ready")
 // the whole lab (the server's lifetime); the lab also ends at its TTL.
 func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Variant) *Lab {
 	if cfg.TTL == 0 {
-		cfg.TTL = 45 * time.Minute
+		cfg.TTL = DefaultTTL
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -356,6 +359,14 @@ func (l *Lab) Stop() {
 	}
 	l.mu.Unlock()
 	l.cancel()
+}
+
+// Running is true until the lab is stopped, graded, failed or expired; its teardown
+// may still be under way after.
+func (l *Lab) Running() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == Starting || l.state == Ready || l.state == Grading
 }
 
 // Wait blocks until the lab has ended and its teardown is done.

@@ -1,33 +1,32 @@
 // The lab page: one xterm.js terminal per lab node over a websocket, a live chart of the
-// workload's bus bandwidth, the answer form's evidence picker, and the TTL countdown.
-// The server renders the page; this script only makes it live (it works without any
-// framework and degrades to plain forms where it can).
+// workload's bus bandwidth, the answer form (evidence picker, checks that keep the lab
+// running, the final submission), hints opened in place, and the TTL countdown.
+// The server renders the page, in the UI language (every text here comes from data-*
+// attributes it wrote); this script only makes it live, and the page still works as
+// plain forms without it.
 import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import uPlot from "uplot";
 import "@xterm/xterm/css/xterm.css";
 import "uplot/dist/uPlot.min.css";
+import "./lab.css";
 
 const page = document.querySelector("[data-lab-session]");
 if (page) start(page);
 
 function start(page) {
   const session = page.dataset.labSession;
-  const csrf = page.dataset.csrf;
-  document.querySelectorAll("[data-terminal]").forEach((el) => terminal(el, session));
+  const running = page.dataset.running === "true";
+  const terms = [...document.querySelectorAll("[data-terminal]")].map((el) => terminal(el, session));
+  terminalTools(terms);
   const chartEl = document.querySelector("#busbw-chart");
-  if (chartEl) chart(chartEl, session);
+  if (chartEl) chart(chartEl, session, running);
   countdown(document.querySelector("[data-expires]"));
   evidencePicker(document.querySelector("#evidence-picker"), session);
-  document.querySelectorAll("form[data-confirm]").forEach((f) =>
-    f.addEventListener("submit", (e) => { if (!confirm(f.dataset.confirm)) e.preventDefault(); }));
-  if (page.dataset.state === "starting") pollState(page, session);
-  // Grading measures the workload again and can take a while: say so.
-  document.querySelector("#answer")?.addEventListener("submit", (e) => {
-    if (e.defaultPrevented) return;
-    const b = e.target.querySelector("button[type=submit]");
-    if (b) { b.disabled = true; b.textContent = b.dataset.busy || "…"; }
-  });
+  confirmButtons();
+  answerForm(document.querySelector("#answer"), session);
+  hints(session);
+  if (running && page.dataset.confirmed !== "true") pollState(page, session, terms.length > 0);
 }
 
 function wsURL(path) {
@@ -35,33 +34,47 @@ function wsURL(path) {
   return `${proto}//${location.host}${path}`;
 }
 
+// confirmButtons asks before the buttons that end something (stop, final submit, give up).
+function confirmButtons() {
+  document.querySelectorAll("button[data-confirm]").forEach((b) =>
+    b.addEventListener("click", (e) => { if (!confirm(b.dataset.confirm)) e.preventDefault(); }));
+}
+
+const fontKey = "commlab.termfont";
+const minCols = 80; // narrower screens scroll the terminal sideways instead
+
 // terminal connects an xterm.js terminal to a node's shell and reconnects after a blip;
 // the server replays the scrollback on every connect, so the screen is rebuilt.
 function terminal(el, session) {
   const node = el.dataset.terminal;
-  const status = el.parentElement.querySelector(".term-status");
+  const box = el.closest(".term-box");
+  const status = box?.querySelector(".term-status");
   const term = new Terminal({
-    cursorBlink: true, fontSize: 14, scrollback: 5000, convertEol: false,
+    cursorBlink: true, fontSize: Number(localStorage.getItem(fontKey)) || 14, scrollback: 5000, convertEol: false,
     screenReaderMode: localStorage.getItem("commlab.sr") === "1",
-    fontFamily: '"JetBrains Mono", Menlo, Consolas, "Liberation Mono", monospace',
+    fontFamily: '"JetBrains Mono", Menlo, Consolas, "Liberation Mono", "Noto Sans Mono CJK SC", monospace',
   });
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open(el);
-  fit.fit();
+  const refit = () => {
+    fit.fit();
+    if (term.cols < minCols) term.resize(minCols, term.rows);
+  };
+  refit();
   el.commlabTerm = term; // for tests and the screen-reader switch
   let ws = null, backoff = 500, closedByServer = false;
   const setStatus = (s, cls) => { if (status) { status.textContent = s; status.className = "term-status " + (cls || ""); } };
   const send = (obj) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify(obj)); };
   const connect = () => {
-    setStatus(el.dataset.connecting || "connecting…", "wait");
+    setStatus(el.dataset.connecting, "wait");
     ws = new WebSocket(wsURL(`/lab/${session}/term/${encodeURIComponent(node)}/ws`));
     ws.binaryType = "arraybuffer";
     el.commlabWS = ws; // tests drop it to check reconnects
     ws.onopen = () => {
       backoff = 500;
       term.reset();
-      setStatus(el.dataset.connected || "connected", "ok");
+      setStatus(el.dataset.connected, "ok");
       send({ type: "resize", cols: term.cols, rows: term.rows });
     };
     ws.onmessage = (ev) => {
@@ -75,7 +88,7 @@ function terminal(el, session) {
     };
     ws.onclose = () => {
       if (closedByServer) return;
-      setStatus(el.dataset.reconnecting || "reconnecting…", "warn");
+      setStatus(el.dataset.reconnecting, "warn");
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 8000);
     };
@@ -83,38 +96,89 @@ function terminal(el, session) {
   const enc = new TextEncoder();
   term.onData((d) => { if (ws && ws.readyState === 1) ws.send(enc.encode(d)); });
   term.onResize(({ cols, rows }) => send({ type: "resize", cols, rows }));
-  new ResizeObserver(() => fit.fit()).observe(el);
+  new ResizeObserver(refit).observe(el);
   connect();
+
+  const max = box?.querySelector(".term-max");
+  max?.addEventListener("click", () => {
+    const on = !box.classList.contains("max");
+    document.querySelectorAll(".term-box.max").forEach((b) => {
+      b.classList.remove("max");
+      const m = b.querySelector(".term-max");
+      m.textContent = m.dataset.max; m.setAttribute("aria-pressed", "false");
+    });
+    box.classList.toggle("max", on);
+    box.parentElement.classList.toggle("has-max", on);
+    max.textContent = on ? max.dataset.restore : max.dataset.max;
+    max.setAttribute("aria-pressed", String(on));
+    term.focus();
+  });
+  return { term, refit };
 }
 
-// chart draws busbw over time from the metrics websocket; fault events become markers.
-function chart(el, session) {
+// terminalTools sizes the text of every terminal (kept across visits).
+function terminalTools(terms) {
+  document.querySelectorAll("[data-font]").forEach((b) => b.addEventListener("click", () => {
+    for (const { term, refit } of terms) {
+      term.options.fontSize = Math.min(24, Math.max(10, term.options.fontSize + Number(b.dataset.font)));
+      localStorage.setItem(fontKey, String(term.options.fontSize));
+      refit();
+    }
+  }));
+}
+
+// chart draws busbw over time from the metrics websocket. A failed run is a gap, not a
+// zero joined to its neighbours; the moment the fault appeared is a marker that names
+// no fault. A text readout under the chart says the same for screen readers.
+function chart(el, session, running) {
   const xs = [], ys = [], events = [];
+  const fmt = (v) => (v == null ? "–" : v === 0 ? "0" : Number(v.toPrecision(3)).toString());
   const opts = {
     width: el.clientWidth || 600, height: 220,
-    series: [{}, { label: el.dataset.label || "busbw (GB/s)", stroke: "#0b5cad", width: 2, points: { show: false } }],
+    series: [{}, { label: el.dataset.label, stroke: "#0b5cad", width: 2, spanGaps: false, points: { show: true, size: 4 } }],
     // Lab links run at Mbit/s, so busbw is a few hundredths of a GB/s: keep 3 significant digits.
-    axes: [{}, { label: "GB/s", size: 70, values: (u, vals) => vals.map((v) => (v === 0 ? "0" : Number(v.toPrecision(3)).toString())) }],
-    scales: { x: { time: true } },
-    hooks: { draw: [(u) => drawEvents(u, events)] },
+    axes: [{ label: el.dataset.time }, { label: "GB/s", size: 70, values: (u, vals) => vals.map(fmt) }],
+    scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(hi || 0, 0.001) * 1.15] } },
+    hooks: { draw: [(u) => drawEvents(u, events, el.dataset.fault)] },
   };
   const plot = new uPlot(opts, [xs, ys], el);
   new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: 220 })).observe(el);
+  const readout = document.querySelector("#chart-readout");
+  const say = () => {
+    if (!readout) return;
+    const vals = ys.filter((v) => v != null);
+    if (xs.length === 0) { readout.textContent = el.dataset.nodata; return; }
+    const last = ys[ys.length - 1];
+    let text = printf(el.dataset.readout, fmt(vals[0]), last == null ? el.dataset.failed : fmt(last), String(xs.length));
+    if (events.length) text += " " + printf(el.dataset.faultat, new Date(events[0].t * 1000).toLocaleTimeString());
+    readout.textContent = text;
+  };
+  let ended = !running;
   const connect = () => {
     const ws = new WebSocket(wsURL(`/lab/${session}/metrics/ws`));
     ws.onmessage = (ev) => {
       const m = JSON.parse(ev.data);
-      if (m.type === "sample") { xs.push(m.t); ys.push(m.busbw); if (xs.length > 600) { xs.shift(); ys.shift(); } }
+      if (m.type === "ended") { ended = true; return; }
+      if (m.type === "sample") {
+        xs.push(m.t); ys.push(m.busbw > 0 ? m.busbw : null);
+        if (xs.length > 600) { xs.shift(); ys.shift(); }
+      }
       if (m.type === "event") events.push(m);
       plot.setData([xs, ys]);
       el.dataset.samples = String(xs.length);
+      say();
     };
-    ws.onclose = () => setTimeout(connect, 2000);
+    ws.onclose = () => { if (!ended) setTimeout(connect, 2000); };
   };
   connect();
 }
 
-function drawEvents(u, events) {
+function printf(format, ...args) {
+  let i = 0;
+  return (format || "").replace(/%[sd]/g, () => args[i++] ?? "");
+}
+
+function drawEvents(u, events, label) {
   const ctx = u.ctx;
   ctx.save();
   for (const e of events) {
@@ -124,7 +188,8 @@ function drawEvents(u, events) {
     ctx.setLineDash([4, 4]);
     ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
     ctx.fillStyle = "#c62828";
-    ctx.fillText(e.label, x + 4, u.bbox.top + 12);
+    ctx.font = `${Math.round(12 * devicePixelRatio)}px sans-serif`;
+    ctx.fillText(label || "", x + 4, u.bbox.top + 14 * devicePixelRatio);
   }
   ctx.restore();
 }
@@ -166,12 +231,87 @@ function evidencePicker(el, session) {
     }));
     if (commands.length === 0) el.textContent = el.dataset.empty || "";
   };
+  el.commlabRefresh = refresh;
   document.querySelector("#refresh-evidence")?.addEventListener("click", refresh);
   refresh();
 }
 
-// pollState reloads the page once a starting lab is ready (or has failed).
-function pollState(page, session) {
+// answerForm: "check" grades in place and the lab goes on (the form keeps what was
+// filled in); the final submission is a plain post that ends the lab.
+function answerForm(form, session) {
+  if (!form) return;
+  const check = form.querySelector("#check-answer");
+  check?.addEventListener("click", async (e) => {
+    e.preventDefault();
+    if (!form.reportValidity()) return;
+    const label = check.textContent;
+    check.disabled = true; check.textContent = check.dataset.busy;
+    try {
+      const r = await fetch(`/lab/${session}/check`, { method: "POST", body: new FormData(form), headers: { Accept: "application/json" } });
+      const out = document.querySelector("#check");
+      const body = await r.json().catch(() => ({}));
+      if (!r.ok) { out.replaceChildren(para(body.error || r.statusText, "error")); return; }
+      showCheck(out, body);
+      if (body.checks_left > 0) check.textContent = label.replace(/\d+/, String(body.checks_left));
+      else check.remove();
+    } finally {
+      if (check.isConnected) { check.disabled = false; if (check.textContent === check.dataset.busy) check.textContent = label; }
+    }
+  });
+  form.addEventListener("submit", (e) => {
+    if (e.defaultPrevented) return;
+    const b = form.querySelector("#submit-answer");
+    if (b) { b.disabled = true; b.textContent = b.dataset.busy; }
+  });
+}
+
+function para(text, cls) {
+  const p = document.createElement("p");
+  p.textContent = text; if (cls) p.className = cls;
+  return p;
+}
+
+function showCheck(out, res) {
+  const h = document.createElement("h3");
+  const v = document.createElement("span");
+  v.className = res.passed ? "pass" : "fail";
+  v.textContent = `${res.verdict} · ${res.score_text}`;
+  h.append(v);
+  const table = document.createElement("table");
+  table.className = "criteria";
+  const body = table.createTBody();
+  for (const c of res.criteria || []) {
+    const tr = body.insertRow();
+    tr.dataset.criterion = c.name; tr.className = c.ok ? "ok" : "bad";
+    const th = document.createElement("th"); th.textContent = c.title;
+    tr.append(th);
+    tr.insertCell().textContent = c.points;
+    tr.insertCell().textContent = c.detail;
+  }
+  out.replaceChildren(h, table);
+}
+
+// hints open in place, so the half-filled answer stays as it is.
+function hints(session) {
+  document.querySelectorAll("form[data-hint]").forEach((f) => f.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const r = await fetch(f.action, { method: "POST", body: new FormData(f), headers: { Accept: "application/json" } });
+    if (!r.ok) { f.submit(); return; }
+    const h = await r.json();
+    const div = document.createElement("div");
+    div.className = "hint";
+    const n = document.createElement("strong");
+    n.textContent = `${h.n}. `;
+    const text = document.createElement("span");
+    text.innerHTML = h.html; // rendered by the server from the scenario's own text
+    div.append(n, text);
+    f.replaceWith(div);
+  }));
+}
+
+// pollState follows the start-up: progress, and when scoring is confirmed. The page
+// reloads only when it has no terminals yet or the lab stopped running.
+function pollState(page, session, hasTerminals) {
   const poll = async () => {
     const r = await fetch(`/lab/${session}/state`, { headers: { Accept: "application/json" } });
     if (r.ok) {
@@ -179,8 +319,15 @@ function pollState(page, session) {
       const bar = document.querySelector("#progress");
       if (bar && s.progress) { bar.value = s.progress.done; bar.max = s.progress.total; }
       const msg = document.querySelector("#progress-step");
-      if (msg && s.step) msg.textContent = s.step;
-      if (s.state !== "starting") { location.reload(); return; }
+      if (msg && s.step_text) msg.textContent = s.step_text;
+      if (!s.running || (!hasTerminals && s.nodes && s.nodes.length)) { location.reload(); return; }
+      if (s.confirmed) {
+        const sc = document.querySelector("#scoring");
+        if (sc) { sc.textContent = sc.dataset.confirmedText; sc.className = "ok"; }
+        bar?.remove(); msg?.remove();
+        page.dataset.confirmed = "true";
+        return;
+      }
     }
     setTimeout(poll, 500);
   };

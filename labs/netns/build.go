@@ -78,6 +78,9 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 	if err := makeHome(st); err != nil {
 		return err
 	}
+	if err := writeHosts(id, plan); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

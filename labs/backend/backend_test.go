@@ -1,12 +1,16 @@
 package backend
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commlab/commlab/gpu"
 	"github.com/commlab/commlab/scenarios"
@@ -130,6 +134,35 @@ func TestShellQuote(t *testing.T) {
 		out, err := exec.Command("bash", "-c", "printf %s "+shellQuote(v)).Output()
 		if err != nil || string(out) != v {
 			t.Errorf("shellQuote(%q) read back as %q (%v)", v, out, err)
+		}
+	}
+}
+
+// Node names resolve in a learner's shell: every node has the sandbox's hosts file.
+func TestShellResolvesNodes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env, err := Local{DataDir: t.TempDir(), Exe: "/bin/true", Log: slog.New(slog.DiscardHandler)}.Up(ctx,
+		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Down(context.Background())
+	sh, err := env.Shell(ctx, "node1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if _, err := io.WriteString(sh, "getent hosts node2 node2-rdma0; ping -c 1 -W 2 node2 | grep -c '1 received'; exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(io.LimitReader(sh, 1<<16))
+	for _, want := range []string{"node2-eth0", "node2-rdma0", "\n1\r\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in the shell's output:\n%s", want, out)
 		}
 	}
 }

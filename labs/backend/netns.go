@@ -43,6 +43,8 @@ func (e *netnsEnv) Shell(ctx context.Context, node, rc string) (session.PTY, err
 	// shell reads it.
 	rc += fmt.Sprintf("export PATH=\"$PATH:%s\"\n", filepath.Dir(e.exe))
 	opts := labs.ShellOptions{Rows: 32, Cols: 120, RC: rc}
+	// Node names resolve as on a cluster: ping node2.
+	opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, [2]string{netns.HostsPath(e.sb.ID()), "/etc/hosts"})
 	if etc := e.Target(node).NodeEtc(); etc != "" {
 		opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, [2]string{filepath.Join(etc, "profile.d"), "/etc/profile.d"})
 	}

@@ -127,7 +127,7 @@ func runLab(ctx context.Context, t *testing.T, base string, mgr *session.Manager
 		chromedp.Navigate(base+"/course/ch01"),
 		chromedp.Click(`#labs a[href="/labs/ch01-tour"]`, chromedp.NodeVisible),
 		chromedp.Click(`#start-lab`, chromedp.NodeVisible),
-		chromedp.WaitVisible(`.lab-starting, .term`),
+		chromedp.WaitVisible(`.lab-progress, .term`),
 	))
 	screenshot(ctx, t, shot+"-starting")
 	lctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -196,7 +196,8 @@ func must(ctx context.Context, t *testing.T, step string, err error) {
 func typeIn(ctx context.Context, t *testing.T, node, line, want string) {
 	t.Helper()
 	term := fmt.Sprintf(`[data-terminal=%q]`, node)
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(document.querySelector('%s').commlabTerm.input(%q, true), true)`, term, line+"\r")))
+	// xterm.js pauses drawing a terminal scrolled out of view: bring it into view first.
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const el = document.querySelector('%s'); el.scrollIntoView(); el.commlabTerm.input(%q, true); return true })()`, term, line+"\r")))
 	must(ctx, t, "type "+line, err)
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -262,8 +263,33 @@ func TestBrowserLab(t *testing.T) {
 		chromedp.SendKeys(`input[name=nic]`, "rdma0"),
 	))
 	screenshot(ctx, t, "lab1-answer")
+
+	// A hint opens in place: no reload, the half-filled answer stays.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.commlabMark = 1, true)`))
+	must(ctx, t, "mark the page", err)
+	must(ctx, t, "hint", chromedp.Do(ctx,
+		chromedp.Click(`form[data-hint="1"] button`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`#hints .hint`),
+	))
+	kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`window.commlabMark === 1 && document.querySelector("select[name=class]").value === "nic-rate-limited" && document.querySelector("input[name=node]").value === %q && document.querySelectorAll("input[name=evidence]:checked").length === 1`, node)))
+	must(ctx, t, "answer kept", err)
+	if !kept {
+		t.Error("opening a hint reloaded the page or cleared the answer")
+	}
+
+	// Check the answer: graded in place, the lab goes on.
+	must(ctx, t, "check", chromedp.Do(ctx,
+		chromedp.Click(`#check-answer`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`#check table.criteria`),
+	))
+	screenshot(ctx, t, "lab1-checked")
+	if st := l.Status(); st.State != session.Ready || st.ChecksLeft != session.MaxChecks-1 {
+		t.Errorf("after a check the lab is %s with %d checks left", st.State, st.ChecksLeft)
+	}
+	typeIn(ctx, t, node, "echo after-the-check", "after-the-check")
+
 	must(ctx, t, "submit", chromedp.Do(ctx,
-		chromedp.Submit(`#answer`),
+		chromedp.Click(`#submit-answer`, chromedp.NodeVisible),
 		chromedp.WaitVisible(`#result`),
 	))
 	screenshot(ctx, t, "lab1-result")
@@ -296,10 +322,56 @@ func TestBrowserLab(t *testing.T) {
 	if passed, _ := chromedp.Run(ctx, chromedp.AttributeValue(`#result [data-passed]`, "data-passed")); passed.Value != "false" {
 		t.Errorf("the wrong node passed (data-passed=%q)", passed.Value)
 	}
+	// A wrong answer shows which criterion failed, not what was injected, until the
+	// learner gives up.
+	if html, _ := chromedp.Run(ctx, chromedp.OuterHTML(`main`)); strings.Contains(html, "lab-debrief") ||
+		!strings.Contains(html, `data-criterion="location" class="bad"`) {
+		t.Errorf("a wrong answer's page shows the debrief or no failed criterion")
+	}
+	must(ctx, t, "give up", chromedp.Do(ctx,
+		chromedp.Click(`#give-up`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`#debrief`),
+	))
 	waitEnded(t, l2)
 	if prog, _ := st.Progress(context.Background(), u.ID); prog["ch01"].LabAttempts != 2 || !prog["ch01"].LabPassed {
 		t.Errorf("progress after a failed second attempt: %+v", prog["ch01"])
 	}
+
+	// Try again with the same variant; the intro page's banner names the running lab
+	// and is gone after Stop.
+	must(ctx, t, "again", chromedp.Do(ctx,
+		chromedp.Click(`#again-same`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`.term .xterm-rows`),
+	))
+	l3, _ := mgr.Current(u.ID)
+	if l3 == nil || l3.ID == l2.ID || l3.Variant.Seed != l2.Variant.Seed {
+		t.Fatalf("try again (same variant) gave %+v", l3)
+	}
+	// 390 px wide: no horizontal scroll of the page; the terminal scrolls in itself.
+	must(ctx, t, "mobile", chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Sleep(300*time.Millisecond)))
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.scrollingElement.scrollWidth`))
+	must(ctx, t, "page width", err)
+	screenshot(ctx, t, "lab3-390px")
+	if wide > 390 {
+		t.Errorf("the lab page is %d px wide at 390 px", wide)
+	}
+	must(ctx, t, "desktop", chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900)))
+	must(ctx, t, "banner", chromedp.Do(ctx,
+		chromedp.Navigate(hs.URL+"/labs/ch01-tour"),
+		chromedp.WaitVisible(`#running-lab`),
+	))
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(`#running-lab`)); !strings.Contains(txt, l3.Variant.Scenario.Title) {
+		t.Errorf("the banner does not name the lab: %q", txt)
+	}
+	must(ctx, t, "stop", chromedp.Do(ctx,
+		chromedp.Navigate(hs.URL+"/lab/"+l3.ID),
+		chromedp.Click(`.lab-meta button`, chromedp.NodeVisible),
+		chromedp.WaitVisible(`#start-lab`),
+	))
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#running-lab").length`)); n != 0 {
+		t.Error("the banner stays after Stop")
+	}
+	waitEnded(t, l3)
 }
 
 // TestLabSecurity: another learner cannot open someone's lab or terminal, and posts

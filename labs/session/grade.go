@@ -107,9 +107,12 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 	}
 	in := grader.Input{Variant: l.Variant, Diagnosis: d, Transcripts: ts, HintsUsed: l.HintsUsed(), Checks: checks}
 	if r := l.Variant.Scenario.Remediation; r != nil && l.baseline > 0 {
-		// One run can be unlucky on a busy host: a second chance before saying "not fixed".
+		// One run can be unlucky on a busy host: a second chance before saying "not
+		// fixed", unless the first run is still nearer the faulted level than the bar
+		// (the fault is plainly still there), which keeps grading an unfixed lab short.
+		bar := r.MinRatio * l.baseline
 		var after float64
-		for try := 0; try < 2 && after < r.MinRatio*l.baseline; try++ {
+		for try := 0; try < 2 && after < bar && (try == 0 || after > (l.faulted+bar)/2); try++ {
 			bw, err := l.measure(ctx)
 			if ctx.Err() != nil {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))

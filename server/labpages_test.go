@@ -18,10 +18,12 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/commlab/commlab/grader"
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/web"
 )
 
 // The lab handlers run here on a real session.Manager whose host is a fake: what lies
@@ -313,5 +315,71 @@ func TestLabPayloadsNameNoFault(t *testing.T) {
 	}
 	if len(seen) < 5 {
 		t.Fatalf("only %d fault kinds in the catalog", len(seen))
+	}
+}
+
+// Every text the lab code sends by key exists in both UI languages.
+func TestLabKeysTranslated(t *testing.T) {
+	keys := append(grader.DetailKeys(), session.StepUp, session.StepShells, session.StepBaseline, session.StepInject,
+		session.StepSelfTest, session.StepReady, "crit.checks", "lab.fault.event", "err.nochecks", "err.grade")
+	for _, k := range keys {
+		zh, en := web.T("zh", k), web.T("en", k)
+		if zh == k || en == zh {
+			t.Errorf("%s: zh %q, en %q", k, zh, en)
+		}
+		if strings.Count(zh, "%") != strings.Count(en, "%") {
+			t.Errorf("%s: the languages take different arguments: %q, %q", k, zh, en)
+		}
+	}
+}
+
+// TestLabPages: the intro page describes the lab; the lab page asks only for the
+// location fields its diagnosis has; a hint opens without leaving the page; the
+// banner names the running lab and goes with Stop; "try again" keeps the variant.
+func TestLabPages(t *testing.T) {
+	e := newLabEnv(t)
+	e.register(e.c, "pages@example.com")
+	_, intro, _ := e.do(e.c, "GET", "/labs/ch08-link-loss", nil)
+	for _, want := range []string{"任务概要", "4 台节点", "rdma0 (data)", "45 分钟", "会发生什么", `id="start-lab"`} {
+		if !strings.Contains(intro, want) {
+			t.Errorf("intro page lacks %q", want)
+		}
+	}
+	if strings.Contains(intro, "${") {
+		t.Error("intro page shows a raw ${param}")
+	}
+
+	path := e.startLab("ch08-link-loss", nil)
+	_, page, _ := e.do(e.c, "GET", path, nil)
+	for field, want := range map[string]bool{"node": true, "nic": true, "gpu": false, "port": false} {
+		if got := strings.Contains(page, `name="`+field+`"`); got != want {
+			t.Errorf("location field %s shown: %v, want %v", field, got, want)
+		}
+	}
+	code, hint, _ := e.post(path+"/hint/1", url.Values{}, "application/json")
+	if code != http.StatusOK || !strings.Contains(hint, `"html"`) {
+		t.Errorf("hint: %d %s", code, hint)
+	}
+	if code, _, h := e.post(path+"/hint/1", url.Values{}, ""); code != http.StatusSeeOther || !strings.HasSuffix(h.Get("Location"), "#hints") {
+		t.Errorf("hint without script: %d %s", code, h.Get("Location"))
+	}
+
+	_, other, _ := e.do(e.c, "GET", "/labs/ch08-mtu-mismatch", nil)
+	if !strings.Contains(other, `id="running-lab"`) || !strings.Contains(other, "链路随机丢包") || strings.Contains(other, `id="start-lab"`) {
+		t.Error("another lab's intro does not name the running lab")
+	}
+	lab, _ := e.mgr.Get(1, path[len("/lab/"):])
+	if code, _, _ := e.post(path+"/stop", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d", code)
+	}
+	_, other, _ = e.do(e.c, "GET", "/labs/ch08-mtu-mismatch", nil)
+	if strings.Contains(other, `id="running-lab"`) || !strings.Contains(other, `id="start-lab"`) {
+		t.Error("the banner stays after Stop")
+	}
+
+	again := e.startLab("ch08-link-loss", url.Values{"again": {lab.ID}})
+	l2, _ := e.mgr.Get(1, again[len("/lab/"):])
+	if l2 == nil || l2.ID == lab.ID || l2.Variant.Seed != lab.Variant.Seed {
+		t.Errorf("try again: %v", l2)
 	}
 }

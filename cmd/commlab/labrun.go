@@ -22,8 +22,8 @@ import (
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
-	"github.com/commlab/commlab/web"
 	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/web"
 )
 
 func newLabRunCmd(g *globals) *cobra.Command {

@@ -135,7 +135,7 @@ function chart(el, session, running) {
   const fmt = (v) => (v == null ? "–" : v === 0 ? "0" : Number(v.toPrecision(3)).toString());
   const opts = {
     width: el.clientWidth || 600, height: 220,
-    series: [{}, { label: el.dataset.label, stroke: "#0b5cad", width: 2, spanGaps: false, points: { show: true, size: 4 } }],
+    series: [{ label: el.dataset.time }, { label: el.dataset.label, stroke: "#0b5cad", width: 2, spanGaps: false, points: { show: true, size: 4 } }],
     // Lab links run at Mbit/s, so busbw is a few hundredths of a GB/s: keep 3 significant digits.
     axes: [{ label: el.dataset.time }, { label: "GB/s", size: 70, values: (u, vals) => vals.map(fmt) }],
     scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(hi || 0, 0.001) * 1.15] } },

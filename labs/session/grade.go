@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/commlab/commlab/grader"
 )
@@ -113,7 +114,7 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 		bar := r.MinRatio * l.baseline
 		var after float64
 		for try := 0; try < 2 && after < bar && (try == 0 || after > (l.faulted+bar)/2); try++ {
-			bw, err := l.measure(ctx)
+			bw, err := l.remeasure(ctx)
 			if ctx.Err() != nil {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))
 			}
@@ -135,4 +136,19 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 	}
 	done = true
 	return res, nil
+}
+
+// remeasure runs the workload once for grading, cut at three times the healthy run's time
+// (plus 2 s, room for a busy host): a fixed lab runs about as fast as the healthy one, while a fault that
+// makes the workload hang or time out (a blocked bootstrap, RoCE retries) would hold
+// the grading for its full timeout. A run cut short measures 0 (not fixed).
+func (l *Lab) remeasure(ctx context.Context) (float64, error) {
+	limit := 3*l.baselineTook + 2*time.Second
+	mctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	bw, err := l.measure(mctx)
+	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
+		return 0, fmt.Errorf("%w: no result within %s (the healthy run took %s)", ErrWorkloadFailed, limit.Round(time.Second), l.baselineTook.Round(100*time.Millisecond))
+	}
+	return bw, err
 }

@@ -136,8 +136,10 @@ type Lab struct {
 	lastCheck *grader.Result
 	revealed  bool
 	baseline  float64
-	faulted   float64
-	result    *grader.Result
+	// baselineTook is how long the healthy run took: it bounds a grading's re-measure.
+	baselineTook time.Duration
+	faulted      float64
+	result       *grader.Result
 	// confirmed is closed once the self-test has shown the fault hurts (or the lab
 	// has none to run); grading waits for it.
 	confirmed chan struct{}
@@ -249,7 +251,9 @@ func (l *Lab) run() {
 	// check also needs the figure.
 	if s.Workload != nil {
 		l.setStep(3, StepBaseline)
+		t0 := time.Now()
 		bw, err := l.measure(ctx)
+		l.baselineTook = time.Since(t0)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			l.fail(err)

@@ -422,3 +422,40 @@ func TestManager(t *testing.T) {
 		}
 	})
 }
+
+// A re-measure that hangs (the fault still blocks the workload) is cut at twice the
+// healthy run's time and counts as not fixed: grading never waits for the workload's
+// own timeout.
+func TestRemeasureBounded(t *testing.T) {
+	h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		switch {
+		case n == 2:
+			return 0, ErrWorkloadFailed
+		case n > 2:
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		return 1, nil
+	}}
+	l := startLab(t, h, time.Minute)
+	waitFor(t, l, func(s Status) bool { return s.Confirmed })
+	done := make(chan grader.Result)
+	go func() {
+		res, err := l.Grade(context.Background(), grader.Diagnosis{Class: "nic-rate-limited"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		for _, c := range res.Criteria {
+			if c.Name == "remediation" && (c.Earned != 0 || c.Key != "grade.fix.short") {
+				t.Errorf("a hanging re-measure: %+v", c)
+			}
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("grading waits for a hanging workload")
+	}
+	ended(t, l)
+}

@@ -138,10 +138,11 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 	return res, nil
 }
 
-// remeasure runs the workload once for grading, cut at three times the healthy run's time
-// (plus 2 s, room for a busy host): a fixed lab runs about as fast as the healthy one, while a fault that
-// makes the workload hang or time out (a blocked bootstrap, RoCE retries) would hold
-// the grading for its full timeout. A run cut short measures 0 (not fixed).
+// remeasure runs the workload once for grading, cut at three times the healthy run's
+// time plus 2 s (room for a busy host): a fixed lab runs about as fast as the healthy
+// one, while a fault that hangs the workload or makes it time out (a blocked
+// bootstrap, RoCE retries) would hold the grading for the workload's own timeout. A
+// run cut short measures 0 (not fixed).
 func (l *Lab) remeasure(ctx context.Context) (float64, error) {
 	limit := 3*l.baselineTook + 2*time.Second
 	mctx, cancel := context.WithTimeout(ctx, limit)

@@ -493,3 +493,73 @@ func TestGPULabNeedsGPUNode(t *testing.T) {
 		t.Error("a gpu lab started on a host without GPUs")
 	}
 }
+
+// TestLearnerShellNamesNoFault runs, for every fault kind the catalog uses in a
+// namespace lab, one lab that injects it, and lists from the learner's shell what a
+// curious learner would (processes with their arguments, environment, files, mounts,
+// nftables, qdiscs, links): nothing may name the fault kind or the injector. (What the
+// tools show of the fault itself, a tbf rate or a netem loss, is the evidence.)
+func TestLearnerShellNamesNoFault(t *testing.T) {
+	_, mgr, _ := labServer(t, func(c *session.Config) { c.NoStream = true })
+	cat, _ := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{})
+	seen := map[string]bool{}
+	for _, sc := range cat.All() {
+		fresh := false
+		for _, f := range sc.Faults {
+			fresh = fresh || !seen[f.Kind]
+			seen[f.Kind] = true
+		}
+		if !fresh || sc.Environment.Kind == "gpu" {
+			continue
+		}
+		t.Run(sc.ID, func(t *testing.T) {
+			l, err := mgr.Start(1, sc.Draw(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { l.Stop(); l.Wait() }()
+			deadline := time.Now().Add(3 * time.Minute)
+			for !l.Status().Confirmed {
+				if !l.Running() || time.Now().After(deadline) {
+					t.Fatalf("lab: %+v", l.Status())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			terms := []string{"injector", "commlab f"}
+			for _, f := range sc.Faults {
+				if strings.Contains(f.Kind, "-") { // "loss", "delay": words the tools print anyway
+					terms = append(terms, f.Kind)
+				}
+			}
+			for _, node := range l.Status().Nodes {
+				term, _ := l.Terminal(node)
+				_, out, detach := term.Attach()
+				_, _ = term.Write([]byte("ps -eo args; env; ls -la / /tmp /run /dev/shm ~; cat /proc/self/mountinfo; nft list ruleset; tc qdisc show; ip -d link show; echo AUDIT-$((40+2))-END\r"))
+				var got strings.Builder
+				timeout := time.After(time.Minute)
+			read:
+				for {
+					select {
+					case p, ok := <-out:
+						if !ok {
+							break read
+						}
+						got.Write(p)
+						if strings.Contains(got.String(), "AUDIT-42-END") {
+							break read
+						}
+					case <-timeout:
+						t.Fatalf("%s: no end marker:\n%s", node, got.String())
+					}
+				}
+				detach()
+				for _, term := range terms {
+					if i := strings.Index(got.String(), term); i >= 0 {
+						s := got.String()
+						t.Errorf("%s: the learner can read %q: …%s…", node, term, s[max(0, i-200):min(len(s), i+200)])
+					}
+				}
+			}
+		})
+	}
+}

@@ -98,9 +98,9 @@ func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Durat
 		return nil, err
 	}
 	if env.Kind == "gpu" {
-		progress(fmt.Sprintf("准备 GPU 节点 %s（本机 GPU，独立的网络命名空间和 cgroup）", sb.ID()))
+		progress(fmt.Sprintf("GPU node %s (this host's GPUs, its own network namespace and cgroup)", sb.ID()))
 	} else {
-		progress(fmt.Sprintf("创建虚拟集群 %s（%s，%d 台节点）", sb.ID(), t.Name, len(t.Nodes)))
+		progress(fmt.Sprintf("virtual cluster %s (%s, %d nodes)", sb.ID(), t.Name, len(t.Nodes)))
 	}
 	if err := sb.Up(ctx); err != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -114,7 +114,7 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 		bar := r.MinRatio * l.baseline
 		var after float64
 		for try := 0; try < 2 && after < bar && (try == 0 || after > (l.faulted+bar)/2); try++ {
-			bw, err := l.remeasure(ctx)
+			bw, err := l.remeasure(ctx, r.MinRatio)
 			if ctx.Err() != nil {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))
 			}
@@ -138,18 +138,19 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 	return res, nil
 }
 
-// remeasure runs the workload once for grading, cut at three times the healthy run's
-// time plus 2 s (room for a busy host): a fixed lab runs about as fast as the healthy
-// one, while a fault that hangs the workload or makes it time out (a blocked
-// bootstrap, RoCE retries) would hold the grading for the workload's own timeout. A
-// run cut short measures 0 (not fixed).
-func (l *Lab) remeasure(ctx context.Context) (float64, error) {
-	limit := 3*l.baselineTook + 2*time.Second
+// remeasure runs the workload once for grading, cut once it has run longer than a run
+// that could still pass: busbw falls as the run time grows, so a run slower than the
+// healthy one divided by the remediation's ratio (plus 2 s of room for a busy host)
+// cannot reach the bar. A fixed lab runs about as fast as the healthy one; an unfixed
+// one is known as not fixed within seconds, even when the fault hangs the workload
+// (a blocked bootstrap, RoCE retries) until its own timeout.
+func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) {
+	limit := time.Duration(float64(l.baselineTook)/minRatio) + 2*time.Second
 	mctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	bw, err := l.measure(mctx)
 	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
-		return 0, fmt.Errorf("%w: no result within %s (the healthy run took %s)", ErrWorkloadFailed, limit.Round(time.Second), l.baselineTook.Round(100*time.Millisecond))
+		return 0, fmt.Errorf("%w: no result within %s (the healthy run took %s)", ErrWorkloadFailed, limit.Round(100*time.Millisecond), l.baselineTook.Round(100*time.Millisecond))
 	}
 	return bw, err
 }

@@ -423,9 +423,9 @@ func TestManager(t *testing.T) {
 	})
 }
 
-// A re-measure that hangs (the fault still blocks the workload) is cut at twice the
-// healthy run's time and counts as not fixed: grading never waits for the workload's
-// own timeout.
+// A re-measure that hangs (the fault still blocks the workload) is cut once it can no
+// longer pass and counts as not fixed: grading never waits for the workload's own
+// timeout.
 func TestRemeasureBounded(t *testing.T) {
 	h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
 		switch {

@@ -494,11 +494,6 @@ func TestGPULabNeedsGPUNode(t *testing.T) {
 	}
 }
 
-// awaitingFix is a leak known and being fixed elsewhere: the injector's nftables rule
-// comments name the fault ("commlab f1234abcd: port-block 1024-65535"), #18 item 3.
-// It is logged, not failed; delete this once the injector writes neutral comments.
-var awaitingFix = regexp.MustCompile(`comment "commlab f[0-9a-f]+: [^"]*"`)
-
 // TestLearnerShellNamesNoFault runs, for every fault kind the catalog uses in a
 // namespace lab, one lab that injects it, and lists from the learner's shell what a
 // curious learner would (processes with their arguments, environment, files, mounts,
@@ -559,10 +554,6 @@ func TestLearnerShellNamesNoFault(t *testing.T) {
 				}
 				detach()
 				s := got.String()
-				for _, m := range awaitingFix.FindAllString(s, -1) {
-					t.Logf("%s: KNOWN LEAK (#18 item 3, injector nft comments): %s", node, m)
-				}
-				s = awaitingFix.ReplaceAllString(s, "")
 				for _, term := range terms {
 					if i := strings.Index(s, term); i >= 0 {
 						t.Errorf("%s: the learner can read %q: …%s…", node, term, s[max(0, i-200):min(len(s), i+200)])

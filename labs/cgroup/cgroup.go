@@ -29,10 +29,12 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // Root is the parent of every commlab cgroup, relative to a hierarchy root.
-const Root = "commlab"
+const Root = host.CgroupRoot
 
 // mountRoot is where cgroup hierarchies are mounted.
 const mountRoot = "/sys/fs/cgroup"

@@ -14,12 +14,14 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // nftTable is the table commlab owns in each node of a sandbox; every fault adds
 // its own chains, named after the fault id, and removes only those.
 func nftTable(sandbox string, fam nftables.TableFamily) *nftables.Table {
-	return &nftables.Table{Name: "commlab-" + sandbox, Family: fam}
+	return &nftables.Table{Name: host.FaultTable(sandbox), Family: fam}
 }
 
 // nftChain is one base chain a fault adds.

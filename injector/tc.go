@@ -6,15 +6,16 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
-// Fault qdiscs carry major handle 0xc2 (written c2: by tc) and fault filters
-// priority 0xc1; the injector deletes no other tc object. (labs/netns shapes
-// every link with a base tbf c1:, which a rate fault replaces and restores.)
+// The injector deletes no tc object but its own (see internal/host/tc.go): fault
+// qdiscs c2:, fault filters of priority 0xc1; a rate fault replaces the lab's
+// base tbf c1: and puts it back.
 const (
-	ownMajor  = 0xc2
-	ownPrio   = 0xc1
-	ownQdisc  = ownMajor << 16
+	ownPrio   = host.FaultFilterPrio
+	ownQdisc  = host.FaultQdiscHandle
 	clsactIn  = 0xfffffff2 // parent of clsact's ingress filters (ffff:fff2)
 	clsactHdl = 0xffff0000
 )

@@ -131,3 +131,19 @@ func TestTCHandles(t *testing.T) {
 		}
 	}
 }
+
+func TestValidOwnedNetNS(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"cl-k3f9-node1", true}, {"cl-k3f9-fab", true}, {"cl-probe-1234-5678", true},
+		{"default", false}, {"cl-", false}, {"cl-../etc", false}, {"cl-a/b", false},
+		{"cl-a b", false}, {"CL-a", false},
+	}
+	for _, tt := range tests {
+		if err := ValidOwnedNetNS(tt.name); (err == nil) != tt.ok {
+			t.Errorf("ValidOwnedNetNS(%q) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}

@@ -37,7 +37,7 @@ var (
 // ValidID checks a sandbox id: 1 to 12 lowercase letters or digits.
 func ValidID(id string) error {
 	if !reID.MatchString(id) {
-		return fmt.Errorf("sandbox id %q: want 1 to 12 lowercase letters or digits", id)
+		return fmt.Errorf("sandbox %q: want an id of 1 to 12 lowercase letters or digits", id)
 	}
 	return nil
 }
@@ -72,6 +72,20 @@ func NetNSPath(id, node string) string { return path.Join(NetNSDir, NetNSName(id
 
 // FabricNetNSName is the namespace that holds a sandbox's switches.
 func FabricNetNSName(id string) string { return NetNSName(id, FabricNode) }
+
+// reOwnedNetNS: every namespace commlab creates, sandbox nodes and scratch
+// namespaces (cl-probe-...) alike, starts with Prefix and holds no path or shell
+// metacharacters.
+var reOwnedNetNS = regexp.MustCompile(`^` + Prefix + `[a-z0-9][a-z0-9._-]{0,60}$`)
+
+// ValidOwnedNetNS checks that name is a namespace commlab may create, change or
+// delete: cl-... with letters, digits, '.', '_' and '-' only.
+func ValidOwnedNetNS(name string) error {
+	if !reOwnedNetNS.MatchString(name) {
+		return fmt.Errorf("netns %q: want a namespace named %s... (commlab only touches its own namespaces)", name, Prefix)
+	}
+	return nil
+}
 
 // ParseNetNS splits a namespace name cl-<id>-<node> (the fabric's included); ok
 // is false for a name commlab does not own.

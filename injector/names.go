@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/labs/cgroup"
 )
 
 // Sentinel errors; test them with errors.Is.
@@ -28,7 +29,6 @@ var (
 	reIfName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
 	reFaultID = regexp.MustCompile(`^f[0-9a-f]{8}$`)
 	reFile    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
-	reCgSeg   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
 )
 
 // invalid returns an ErrInvalid error naming what and where.
@@ -80,15 +80,4 @@ func validFile(what, s string) error {
 }
 
 // validCgroup checks a cgroup path relative to a hierarchy root: it must lie under commlab/.
-func validCgroup(p string) error {
-	segs := strings.Split(p, "/")
-	if len(segs) < 2 || segs[0] != host.CgroupRoot {
-		return invalid("cgroup %q: want a path under commlab/, e.g. commlab/<sandbox>/<node>", p)
-	}
-	for _, s := range segs {
-		if s == "." || s == ".." || !reCgSeg.MatchString(s) {
-			return invalid("cgroup %q: segment %q is not a plain name", p, s)
-		}
-	}
-	return nil
-}
+func validCgroup(p string) error { return hostRule(cgroup.CheckPath(p)) }

@@ -114,7 +114,7 @@ func probe(ctx context.Context) Features {
 			f.Tools[t] = p
 		}
 	}
-	f.Cgroup = cgroupMode()
+	f.Cgroup = cgMode()
 	removeStaleProbes()
 	// The name says which process made it, so one killed mid-probe can be cleaned up.
 	name := fmt.Sprintf("cl-probe-%d-%d", os.Getpid(), procStart(os.Getpid()))
@@ -230,22 +230,6 @@ func removeStaleProbes() {
 		}
 		_ = deleteNamedNS(e.Name())
 	}
-}
-
-// cgroupMode tells how cgroups are mounted.
-func cgroupMode() string {
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return "v2"
-	}
-	for _, c := range []string{"cpu", "cpuset", "memory"} {
-		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
-			return ""
-		}
-	}
-	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
-		return "hybrid"
-	}
-	return "v1"
 }
 
 // newNamedNS creates a network namespace bound at /run/netns/name without moving

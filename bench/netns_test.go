@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // testLab is two network namespaces cl-tb<id>-n1 and -n2 joined by a veth pair
@@ -35,9 +37,7 @@ func run(t *testing.T, argv ...string) string {
 
 func newTestLab(t *testing.T) *testLab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
-	}
+	testenv.RequireRoot(t, "network namespaces")
 	for _, tool := range []string{"ip", "tc", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/commlab/commlab/labs/cgroup"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // This file builds scratch sandboxes for the tests, shaped like labs/netns: node
@@ -37,9 +39,7 @@ func TestMain(m *testing.M) {
 
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, tc, nftables, cgroups)")
-	}
+	testenv.RequireRoot(t, "network namespaces, tc, nftables, cgroups")
 }
 
 type testLab struct {

@@ -13,13 +13,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (cgroups)")
-	}
+	testenv.RequireRoot(t, "cgroups")
 }
 
 func TestCheckPath(t *testing.T) {

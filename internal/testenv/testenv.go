@@ -31,3 +31,19 @@ func RequireTools(t testing.TB, tools ...string) {
 		}
 	}
 }
+
+// Throughput measures a rate that a busy machine can only push down (other
+// processes take CPU from the sender; nothing makes a shaper pass more): it
+// measures up to tries times, stops at the first value of at least lo, and
+// returns the highest seen. The caller checks it against [lo, hi]; a value above
+// hi in any try still fails, since the highest is returned.
+func Throughput(tries int, lo float64, measure func() float64) float64 {
+	best := 0.0
+	for i := 0; i < max(tries, 1); i++ {
+		best = max(best, measure())
+		if best >= lo {
+			break
+		}
+	}
+	return best
+}

@@ -27,3 +27,24 @@ func TestRequireTools(t *testing.T) {
 		t.Error("a test needing a missing tool ran")
 	}
 }
+
+func TestThroughput(t *testing.T) {
+	tests := []struct {
+		name      string
+		runs      []float64
+		want      float64
+		wantCalls int
+	}{
+		{"first run good", []float64{35, 10}, 35, 1},
+		{"slow once, then good", []float64{12, 36, 50}, 36, 2},
+		{"always slow: best of all", []float64{12, 20, 15}, 20, 3},
+		{"too fast is kept", []float64{90}, 90, 1},
+	}
+	for _, tt := range tests {
+		calls := 0
+		got := Throughput(3, 30, func() float64 { calls++; return tt.runs[calls-1] })
+		if got != tt.want || calls != tt.wantCalls {
+			t.Errorf("%s: got %v after %d runs, want %v after %d", tt.name, got, calls, tt.want, tt.wantCalls)
+		}
+	}
+}

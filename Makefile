@@ -23,8 +23,9 @@ run: deps-run build
 
 # Packages run one at a time: lab tests create namespaces and cgroups, and measure
 # bandwidth and CPU, so two packages side by side would disturb each other.
+# The end-to-end tests run the binary `build` just made instead of building their own.
 test: deps-test build lint
-	$(GO) test -p 1 -count=1 -timeout 80m ./...
+	COMMLAB_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -p 1 -count=1 -timeout 80m ./...
 
 # Authors' tier: unit tests only. Root tests (internal/testenv.RequireRoot: namespaces,
 # tc, nftables, cgroups, sandboxes) skip themselves under -short, as root or not.

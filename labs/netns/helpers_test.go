@@ -122,8 +122,8 @@ func tryRun(s *Sandbox, node string, argv ...string) (string, error) {
 	return string(out), err
 }
 
-// onHost runs a command on the host (read-only inspection tools only).
-func onHost(t testing.TB, argv ...string) string {
+// host runs a command on the host (read-only inspection tools only).
+func host(t testing.TB, argv ...string) string {
 	t.Helper()
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {

@@ -6,40 +6,41 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/commlab/commlab/internal/host"
+	// Named so: the package's tests have a helper host().
+	clhost "github.com/commlab/commlab/internal/host"
 )
 
 // Naming lives in internal/host, shared with the injector; these are the names
 // this package's code and callers use.
 const (
-	netnsDir   = host.NetNSDir
-	runDir     = host.LabsRunDir
+	netnsDir   = clhost.NetNSDir
+	runDir     = clhost.LabsRunDir
 	slotDir    = runDir + "/slots"
-	Prefix     = host.Prefix
-	fabricNode = host.FabricNode
+	Prefix     = clhost.Prefix
+	fabricNode = clhost.FabricNode
 	// stateSubdir is where state files live under the data directory.
 	stateSubdir = "sandboxes"
 )
 
 var (
-	// ValidID checks a sandbox id (see host.ValidID).
-	ValidID = host.ValidID
+	// ValidID checks a sandbox id (rule in internal/host).
+	ValidID = clhost.ValidID
 	// NewID returns a random sandbox id.
-	NewID = host.NewID
+	NewID = clhost.NewID
 	// NetNSName is the namespace of a sandbox's node: cl-<id>-<node>.
-	NetNSName = host.NetNSName
+	NetNSName = clhost.NetNSName
 	// NetNSPath is the file of that namespace.
-	NetNSPath = host.NetNSPath
+	NetNSPath = clhost.NetNSPath
 	// FabricNetNSName is the namespace that holds a sandbox's switches.
-	FabricNetNSName = host.FabricNetNSName
+	FabricNetNSName = clhost.FabricNetNSName
 	// CgroupPath is a sandbox's cgroup relative to each hierarchy root.
-	CgroupPath = host.SandboxCgroup
+	CgroupPath = clhost.SandboxCgroup
 	// NodeCgroupPath is the cgroup of a node's processes, inside the sandbox's.
-	NodeCgroupPath = host.NodeCgroup
+	NodeCgroupPath = clhost.NodeCgroup
 	// NFTable names the sandbox's nftables table (bridge family, fabric namespace).
-	NFTable = host.FabricTable
+	NFTable = clhost.FabricTable
 	// idFromObject extracts the sandbox id from "cl-<id>" or "cl-<id>-<rest>".
-	idFromObject = host.SandboxOf
+	idFromObject = clhost.SandboxOf
 )
 
 // sandboxRunDir holds a sandbox's learner home and tmp (a size-limited tmpfs).

@@ -30,13 +30,13 @@ func TestTopologies(t *testing.T) {
 			id := s.ID()
 
 			// Every object is where the doc says, named as the doc says.
-			nsList := onHost(t, "ip", "netns", "list")
+			nsList := host(t, "ip", "netns", "list")
 			for _, n := range plan.Nodes {
 				if !strings.Contains(nsList, NetNSName(id, n.Name)) {
 					t.Errorf("ip netns list lacks %s:\n%s", NetNSName(id, n.Name), nsList)
 				}
 			}
-			if tables := onHost(t, "ip", "netns", "exec", FabricNetNSName(id), "nft", "list", "tables"); !strings.Contains(tables, "table bridge "+NFTable(id)) {
+			if tables := host(t, "ip", "netns", "exec", FabricNetNSName(id), "nft", "list", "tables"); !strings.Contains(tables, "table bridge "+NFTable(id)) {
 				t.Errorf("fabric has no nftables table %s:\n%s", NFTable(id), tables)
 			}
 			g, _ := cgroup.Open(s.Cgroup())
@@ -263,7 +263,7 @@ func TestIsolation(t *testing.T) {
 // has its own loopback).
 func hostIPv4s(t *testing.T) []string {
 	var out []string
-	for _, f := range strings.Fields(onHost(t, "ip", "-4", "-o", "addr", "show")) {
+	for _, f := range strings.Fields(host(t, "ip", "-4", "-o", "addr", "show")) {
 		if ip, _, ok := strings.Cut(f, "/"); ok && strings.Count(ip, ".") == 3 && !strings.HasPrefix(ip, "127.") {
 			out = append(out, ip)
 		}
@@ -273,7 +273,7 @@ func hostIPv4s(t *testing.T) []string {
 
 func hostLinkNames(t *testing.T) []string {
 	var out []string
-	for _, line := range strings.Split(onHost(t, "ip", "-o", "link"), "\n") {
+	for _, line := range strings.Split(host(t, "ip", "-o", "link"), "\n") {
 		f := strings.Fields(line)
 		if len(f) > 1 {
 			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")

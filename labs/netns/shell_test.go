@@ -117,7 +117,7 @@ func TestLearnerShell(t *testing.T) {
 	}
 	sb := upSandbox(t, "2x1", Options{DataDir: data, Limits: cgroup.Limits{Pids: 96}})
 	id := sb.ID()
-	hostLinksBefore := onHost(t, "ip", "-o", "link")
+	hostLinksBefore := host(t, "ip", "-o", "link")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term, err := sb.Shell(ctx, "node1", labs.ShellOptions{Rows: 30, Cols: 100})
@@ -182,7 +182,7 @@ func TestLearnerShell(t *testing.T) {
 		// pid 1 is the shell itself: this moves nothing to the host.
 		s.run("ip link add cltest0 type veth peer name cltest1 netns 1")
 		s.run("ip link set rdma0 netns 1")
-		if after := onHost(t, "ip", "-o", "link"); strings.Contains(after, "cltest") || strings.Contains(after, "rdma0") {
+		if after := host(t, "ip", "-o", "link"); strings.Contains(after, "cltest") || strings.Contains(after, "rdma0") {
 			t.Errorf("learner changed the host's links:\n%s", after)
 		}
 	})
@@ -325,7 +325,7 @@ func TestLearnerShell(t *testing.T) {
 			t.Errorf("pids.current %d exceeds the limit 96", c)
 		}
 		// The host still forks.
-		if out := onHost(t, "true"); out != "" {
+		if out := host(t, "true"); out != "" {
 			t.Errorf("host: %q", out)
 		}
 		term.Close()

@@ -37,7 +37,7 @@ var (
 // ValidID checks a sandbox id: 1 to 12 lowercase letters or digits.
 func ValidID(id string) error {
 	if !reID.MatchString(id) {
-		return fmt.Errorf("sandbox %q: want an id of 1 to 12 lowercase letters or digits", id)
+		return fmt.Errorf("sandbox id %q: want 1 to 12 lowercase letters or digits", id)
 	}
 	return nil
 }

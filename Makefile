@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 
 WEB_DIST := web/static/dist/lab.js
 
-.PHONY: run build web test bench lint gpu-check deps-run deps-test deps-bench
+.PHONY: run build web test test-short bench lint gpu-check deps-run deps-test deps-bench
 
 build: $(WEB_DIST)
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/commlab
@@ -23,8 +23,14 @@ run: deps-run build
 
 # Packages run one at a time: lab tests create namespaces and cgroups, and measure
 # bandwidth and CPU, so two packages side by side would disturb each other.
+# The end-to-end tests run the binary `build` just made instead of building their own.
 test: deps-test build lint
-	$(GO) test -p 1 -count=1 -timeout 80m ./...
+	COMMLAB_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -p 1 -count=1 -timeout 80m ./...
+
+# Authors' tier: unit tests only. Root tests (internal/testenv.RequireRoot: namespaces,
+# tc, nftables, cgroups, sandboxes) skip themselves under -short, as root or not.
+test-short: $(WEB_DIST)
+	$(GO) test -short -count=1 ./...
 
 bench: deps-test deps-bench build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
@@ -38,6 +44,7 @@ gpu-check: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 deps-run:
 	@scripts/deps.sh run

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // HostSpec is one node and how many ranks it runs (--hosts node1:2,node2:2).
@@ -117,10 +119,10 @@ var _ Starter = NetnsStarter{}
 
 // Namespace returns the namespace of a node.
 func (n NetnsStarter) Namespace(node string) string {
-	if strings.HasPrefix(node, "cl-") || n.Sandbox == "" {
+	if strings.HasPrefix(node, host.Prefix) || n.Sandbox == "" {
 		return node
 	}
-	return "cl-" + n.Sandbox + "-" + node
+	return host.NetNSName(n.Sandbox, node)
 }
 
 // Start implements Starter.

@@ -7,52 +7,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/commlab/commlab/labs/cgroup"
 )
 
-const cgroupRoot = "/sys/fs/cgroup"
+// The cgroups themselves (layout, paths, moving processes) are labs/cgroup's;
+// this file keeps what is the injector's own: journaled writes of control files.
 
-var (
-	cgModeOnce sync.Once
-	cgModeVal  string
-)
-
+// cgMode is the host's cgroup layout ("v2", "hybrid", "v1"), or "" when the
+// controllers faults change (cpu, cpuset, memory) are not all there.
 func cgMode() string {
-	cgModeOnce.Do(func() { cgModeVal = cgroupMode() })
-	return cgModeVal
+	if !cgroup.HasControllers("cpu", "cpuset", "memory") {
+		return ""
+	}
+	return cgroup.Mode()
 }
 
-// cgroupPath is the directory of cgroup cg for controller ctrl ("" on v2).
-func cgroupPath(ctrl, cg string) string {
-	if cgMode() == "v2" {
-		return filepath.Join(cgroupRoot, cg)
-	}
-	return filepath.Join(cgroupRoot, ctrl, cg)
-}
+// cgroupPath is the directory of cgroup cg for controller ctrl.
+func cgroupPath(ctrl, cg string) string { return cgroup.Dir(ctrl, cg) }
 
 // cgroupAddProc moves pid into cg in every hierarchy where cg exists.
 func cgroupAddProc(cg string, pid int) error {
 	if err := validCgroup(cg); err != nil {
 		return err
 	}
-	dirs := []string{filepath.Join(cgroupRoot, cg)}
-	if cgMode() != "v2" {
-		dirs = nil
-		for _, c := range []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"} {
-			dirs = append(dirs, filepath.Join(cgroupRoot, c, cg))
-		}
-	}
-	for _, d := range dirs {
-		if _, err := os.Stat(d); err != nil {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(fmt.Sprint(pid)), 0); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("move %d into %s: %w", pid, d, err)
-		}
-	}
-	return nil
+	return cgroup.Move(cg, pid)
 }
 
 // cgFile is one cgroup control file a fault changes.
@@ -65,7 +44,7 @@ type cgFile struct {
 // safeCgroupFile refuses paths outside commlab's cgroups (a damaged journal must
 // not make the revert write elsewhere).
 func safeCgroupFile(p string) error {
-	if filepath.Clean(p) != p || !strings.HasPrefix(p, cgroupRoot+"/") || !strings.Contains(p, "/commlab/") || strings.Contains(p, "..") {
+	if filepath.Clean(p) != p || !strings.HasPrefix(p, cgroup.MountRoot+"/") || !strings.Contains(p, "/"+cgroup.Root+"/") || strings.Contains(p, "..") {
 		return fmt.Errorf("refusing cgroup file %q: not under a commlab/ cgroup", p)
 	}
 	return nil

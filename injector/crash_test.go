@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -79,6 +80,9 @@ func crashLoop() int {
 	start, _ := strconv.Atoi(os.Getenv("COMMLAB_T_START"))
 	ctx := context.Background()
 	faults := crashFaults()
+	// Tell the parent the loop starts now: its random kill time counts from here,
+	// not from exec, whose duration depends on how busy the machine is.
+	fmt.Println("ready")
 	for i := start; ; i++ {
 		c := faults[i%len(faults)]
 		f, err := reg.Parse(c.kind, c.params)
@@ -134,13 +138,22 @@ func crashLoops(t *testing.T, loops int) (int, map[string]int) {
 			"COMMLAB_T_CGROUP="+tg.Cgroup, "COMMLAB_T_ETC="+tg.EtcDir, "COMMLAB_T_START="+strconv.Itoa(i%nf))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("loop %d: child did not start its loop: %v: %s", i, err, stderr.String())
 		}
 		// Kill somewhere in the first few apply/revert cycles (each takes 1-300 ms).
 		time.Sleep(time.Duration(rand.IntN(60_000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		err = cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("loop %d: child ended by itself (%v): %s", i, err, stderr.String())
 		}

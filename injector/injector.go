@@ -48,6 +48,9 @@ type Injector struct {
 	log      *slog.Logger
 	features *Features
 	allowHW  bool
+	// resolve checks a target against the host (Target.resolve); the engine's
+	// tests replace it to run journal, conflict and revert logic without root.
+	resolve func(Target) (Target, error)
 }
 
 // Open prepares an injector on opts.DataDir. It does not sweep: the serving process
@@ -72,7 +75,8 @@ func Open(opts Options) (*Injector, error) {
 		}
 		helper = []string{exe, helperArg}
 	}
-	return &Injector{reg: opts.Registry, j: j, helper: helper, log: log, features: opts.Features, allowHW: opts.AllowHardware}, nil
+	return &Injector{reg: opts.Registry, j: j, helper: helper, log: log, features: opts.Features, allowHW: opts.AllowHardware,
+		resolve: Target.resolve}, nil
 }
 
 // Registry returns the injector's kinds.
@@ -126,7 +130,7 @@ func (in *Injector) Apply(ctx context.Context, t Target, f Fault, ttl time.Durat
 	if err := f.Validate(); err != nil {
 		return Entry{}, fmt.Errorf("%s: %w", kind.Name, err)
 	}
-	t, err = t.resolve()
+	t, err = in.resolve(t)
 	if err != nil {
 		return Entry{}, err
 	}

@@ -44,7 +44,15 @@ func TestCongestionRoundTrip(t *testing.T) {
 		if nodes["n1"] != 2 || nodes["n2"] != 1 || nodes["n3"] != 1 {
 			t.Errorf("processes per node cgroup: %v, want n1:2 n2:1 n3:1", nodes)
 		}
-		mustContain(t, "ss -tn", l.run(t, "n1", "ss", "-tn"), l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")
+		// The senders' control connections come up a moment after Apply returns
+		// (later still on a busy machine): wait for them, as a learner re-running ss would.
+		ss := l.run(t, "n1", "ss", "-tn")
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end) &&
+			!(strings.Contains(ss, l.ip("n1", 1)+":5301") && strings.Contains(ss, l.ip("n1", 1)+":5302")); {
+			time.Sleep(100 * time.Millisecond)
+			ss = l.run(t, "n1", "ss", "-tn")
+		}
+		mustContain(t, "ss -tn", ss, l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")
 		t0 := time.Now()
 		got := victim()
 		t.Logf("victim congested %.0f Mbit/s in %s", got, time.Since(t0))

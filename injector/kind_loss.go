@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // Loss drops a random fraction of a NIC's packets with nftables (numgen random
@@ -108,7 +110,7 @@ func applyNft(ctx context.Context, t Target, op *Op, family string, chains []nft
 
 // netdevCommands is the nft equivalent of a netdev drop fault.
 func netdevCommands(t Target, nic string, dir Direction, match string, n uint32) []string {
-	tab := "commlab-" + t.Sandbox
+	tab := host.FaultTable(t.Sandbox)
 	rnd := ""
 	if n < 10000 {
 		rnd = fmt.Sprintf("numgen random mod 10000 < %d ", n)

@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // NICRate limits a NIC's rate with tbf. Outbound, a tbf c2: becomes the NIC's
@@ -259,7 +261,7 @@ func (u *nicRateUndo) Revert(ctx context.Context) error {
 
 // delLinkNamed deletes a cl- link of type typ if it exists.
 func delLinkNamed(h *netlink.Handle, name, typ string) error {
-	if len(name) < 4 || name[:3] != "cl-" {
+	if len(name) <= len(host.Prefix) || name[:len(host.Prefix)] != host.Prefix {
 		return fmt.Errorf("refusing to delete link %q: not a commlab device", name)
 	}
 	l, err := h.LinkByName(name)

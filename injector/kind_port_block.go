@@ -7,6 +7,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // PortBlock drops TCP packets to a port range, as a host firewall would (e.g. the
@@ -56,7 +58,7 @@ func (f *PortBlock) nics() []string {
 
 // Command implements Fault.
 func (f *PortBlock) Command(t Target) []string {
-	tab := "commlab-" + t.Sandbox
+	tab := host.FaultTable(t.Sandbox)
 	out := []string{"nft add table inet " + tab}
 	add := func(chain, hook, ifkey string) {
 		m := ""

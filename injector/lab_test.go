@@ -19,6 +19,10 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/labs/cgroup"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // This file builds scratch sandboxes for the tests, shaped like labs/netns: node
@@ -35,9 +39,7 @@ func TestMain(m *testing.M) {
 
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, tc, nftables, cgroups)")
-	}
+	testenv.RequireRoot(t, "network namespaces, tc, nftables, cgroups")
 }
 
 type testLab struct {
@@ -153,13 +155,13 @@ var cgControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}
 
 func (l *testLab) makeCgroup(t testing.TB, node string) {
 	if cgMode() == "v2" {
-		if err := os.MkdirAll(filepath.Join(cgroupRoot, "commlab", l.sandbox, node), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(cgroup.MountRoot, "commlab", l.sandbox, node), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	for _, c := range cgControllers {
-		parent := filepath.Join(cgroupRoot, c)
+		parent := filepath.Join(cgroup.MountRoot, c)
 		for _, seg := range []string{"commlab", l.sandbox, node} {
 			dir := filepath.Join(parent, seg)
 			if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
@@ -219,11 +221,11 @@ func (l *testLab) destroy(t testing.TB) {
 
 func (l *testLab) cgroupDirs(node string) []string {
 	if cgMode() == "v2" {
-		return []string{filepath.Join(cgroupRoot, "commlab", l.sandbox, node)}
+		return []string{filepath.Join(cgroup.MountRoot, "commlab", l.sandbox, node)}
 	}
 	var out []string
 	for _, c := range cgControllers {
-		out = append(out, filepath.Join(cgroupRoot, c, "commlab", l.sandbox, node))
+		out = append(out, filepath.Join(cgroup.MountRoot, c, "commlab", l.sandbox, node))
 	}
 	return out
 }

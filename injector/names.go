@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/labs/cgroup"
 )
 
 // Sentinel errors; test them with errors.Is.
@@ -23,13 +26,9 @@ var (
 )
 
 var (
-	reSandbox = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	reNode    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	reNetNS   = regexp.MustCompile(`^cl-[a-z0-9][a-z0-9._-]{0,60}$`)
 	reIfName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
 	reFaultID = regexp.MustCompile(`^f[0-9a-f]{8}$`)
 	reFile    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
-	reCgSeg   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
 )
 
 // invalid returns an ErrInvalid error naming what and where.
@@ -44,14 +43,18 @@ func checkName(what, v string, re *regexp.Regexp, want string) error {
 	return nil
 }
 
-// ValidSandbox checks a sandbox id: lowercase letters, digits and '-', at most 32.
-func ValidSandbox(s string) error {
-	return checkName("sandbox", s, reSandbox, "lowercase letters, digits and '-' (at most 32, starting with a letter or digit)")
-}
+// ValidSandbox checks a sandbox id by the one rule labs/netns creates them with.
+func ValidSandbox(s string) error { return hostRule(host.ValidID(s)) }
 
-// ValidNode checks a node name: lowercase letters, digits and '-', at most 32.
-func ValidNode(s string) error {
-	return checkName("node", s, reNode, "lowercase letters, digits and '-' (at most 32, starting with a letter or digit)")
+// ValidNode checks a node name by the one rule topologies are checked with.
+func ValidNode(s string) error { return hostRule(host.ValidNode(s)) }
+
+// hostRule marks a naming error from internal/host as bad input.
+func hostRule(err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
 }
 
 // ValidNIC checks an interface name (syntax only; Apply also checks it exists in the target).
@@ -67,9 +70,7 @@ func ValidFaultID(s string) error {
 	return checkName("fault id", s, reFaultID, "f followed by 8 hex digits, as printed by inject")
 }
 
-func validNetNS(s string) error {
-	return checkName("netns", s, reNetNS, "a namespace named cl-... (commlab only touches its own namespaces)")
-}
+func validNetNS(s string) error { return hostRule(host.ValidOwnedNetNS(s)) }
 
 func validFile(what, s string) error {
 	if strings.Contains(s, "..") {
@@ -79,15 +80,4 @@ func validFile(what, s string) error {
 }
 
 // validCgroup checks a cgroup path relative to a hierarchy root: it must lie under commlab/.
-func validCgroup(p string) error {
-	segs := strings.Split(p, "/")
-	if len(segs) < 2 || segs[0] != "commlab" {
-		return invalid("cgroup %q: want a path under commlab/, e.g. commlab/<sandbox>/<node>", p)
-	}
-	for _, s := range segs {
-		if s == "." || s == ".." || !reCgSeg.MatchString(s) {
-			return invalid("cgroup %q: segment %q is not a plain name", p, s)
-		}
-	}
-	return nil
-}
+func validCgroup(p string) error { return hostRule(cgroup.CheckPath(p)) }

@@ -14,12 +14,14 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // nftTable is the table commlab owns in each node of a sandbox; every fault adds
 // its own chains, named after the fault id, and removes only those.
 func nftTable(sandbox string, fam nftables.TableFamily) *nftables.Table {
-	return &nftables.Table{Name: "commlab-" + sandbox, Family: fam}
+	return &nftables.Table{Name: host.FaultTable(sandbox), Family: fam}
 }
 
 // nftChain is one base chain a fault adds.
@@ -118,15 +120,7 @@ func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
 		}
 		failed := true
 		defer func() { release(failed) }()
-		tab := c.AddTable(nftTable(t.Sandbox, fam))
-		for _, ch := range chains {
-			policy := nftables.ChainPolicyAccept
-			chain := c.AddChain(&nftables.Chain{Name: ch.name, Table: tab, Type: nftables.ChainTypeFilter,
-				Hooknum: ch.hook, Priority: nftables.ChainPriorityFilter, Device: ch.device, Policy: &policy})
-			for _, r := range ch.rules {
-				c.AddRule(&nftables.Rule{Table: tab, Chain: chain, Exprs: r})
-			}
-		}
+		tab := queueAdd(c, t.Sandbox, fam, chains)
 		if err := c.Flush(); err != nil {
 			return fmt.Errorf("add nftables chains to table %s in %s: %w", tab.Name, t.netnsName(), err)
 		}
@@ -142,6 +136,21 @@ func nftAdd(t Target, fam nftables.TableFamily, chains []nftChain) error {
 		failed = false
 		return nil
 	})
+}
+
+// queueAdd queues, on c, the sandbox's fault table of family fam (added if
+// missing) and chains with their rules.
+func queueAdd(c *nftables.Conn, sandbox string, fam nftables.TableFamily, chains []nftChain) *nftables.Table {
+	tab := c.AddTable(nftTable(sandbox, fam))
+	for _, ch := range chains {
+		policy := nftables.ChainPolicyAccept
+		chain := c.AddChain(&nftables.Chain{Name: ch.name, Table: tab, Type: nftables.ChainTypeFilter,
+			Hooknum: ch.hook, Priority: nftables.ChainPriorityFilter, Device: ch.device, Policy: &policy})
+		for _, r := range ch.rules {
+			c.AddRule(&nftables.Rule{Table: tab, Chain: chain, Exprs: r})
+		}
+	}
+	return tab
 }
 
 // nftDel removes the named chains from the sandbox's table in t's namespace, and

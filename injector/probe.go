@@ -20,15 +20,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Features is what this host offers to fault kinds, found by trying each one in a
-// scratch namespace (cl-probe-...) rather than by reading kernel configs.
+// Features is what this host offers to lab sandboxes (labs/netns) and fault
+// kinds, found by trying each one in a scratch namespace (cl-probe-...) rather
+// than by reading kernel configs. This is commlab's one feature probe.
 type Features struct {
-	TBF      bool `json:"tbf"`
-	HTB      bool `json:"htb"`
-	Netem    bool `json:"netem"`
-	IFB      bool `json:"ifb"`
-	Mirred   bool `json:"mirred"` // clsact + u32 + mirred redirect (ingress shaping)
-	Nftables bool `json:"nftables"`
+	// Veth, Bridge and NftBridge are what labs/netns builds sandboxes with.
+	Veth      bool `json:"veth"`
+	Bridge    bool `json:"bridge"`
+	NftBridge bool `json:"nft_bridge"`
+	TBF       bool `json:"tbf"`
+	HTB       bool `json:"htb"`
+	Netem     bool `json:"netem"`
+	IFB       bool `json:"ifb"`
+	Mirred    bool `json:"mirred"` // clsact + u32 + mirred redirect (ingress shaping)
+	Nftables  bool `json:"nftables"`
 	// NftEgress is the netdev egress hook (kernel 5.16+), used for outbound loss.
 	NftEgress bool `json:"nft_egress"`
 	// Cgroup is "v1", "v2", "hybrid" (v1 controllers plus an empty v2 mount) or "".
@@ -114,7 +119,7 @@ func probe(ctx context.Context) Features {
 			f.Tools[t] = p
 		}
 	}
-	f.Cgroup = cgroupMode()
+	f.Cgroup = cgMode()
 	removeStaleProbes()
 	// The name says which process made it, so one killed mid-probe can be cleaned up.
 	name := fmt.Sprintf("cl-probe-%d-%d", os.Getpid(), procStart(os.Getpid()))
@@ -139,11 +144,13 @@ func probe(ctx context.Context) Features {
 		f.Notes[string(NeedTBF)] = fmt.Sprintf("create veth: %v", err)
 		return f
 	}
+	f.Veth = true
 	link, err := h.LinkByName("cl-p0")
 	if err != nil {
 		return f
 	}
 	idx := link.Attrs().Index
+	f.Bridge = h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "cl-pbr"}}) == nil
 	// Each kind gets its own handle: replacing a root qdisc by one of another
 	// kind under the same handle is refused whatever the kernel supports.
 	root := func(major uint16) netlink.QdiscAttrs {
@@ -181,6 +188,7 @@ func probe(ctx context.Context) Features {
 		f.Nftables = true
 		f.NftEgress = probeNftEgress(ns) == nil
 	}
+	f.NftBridge = probeNftBridge(ns) == nil
 	_ = ctx
 	return f
 }
@@ -211,6 +219,16 @@ func probeNftEgress(ns netns.NsHandle) error {
 	return c.Flush()
 }
 
+// probeNftBridge tries a bridge-family table, as labs/netns puts in each fabric.
+func probeNftBridge(ns netns.NsHandle) error {
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+	if err != nil {
+		return err
+	}
+	c.AddTable(&nftables.Table{Name: "commlab-probe-br", Family: nftables.TableFamilyBridge})
+	return c.Flush()
+}
+
 // removeStaleProbes deletes scratch namespaces of probes whose process is gone.
 func removeStaleProbes() {
 	ents, err := os.ReadDir(netnsDir)
@@ -230,22 +248,6 @@ func removeStaleProbes() {
 		}
 		_ = deleteNamedNS(e.Name())
 	}
-}
-
-// cgroupMode tells how cgroups are mounted.
-func cgroupMode() string {
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return "v2"
-	}
-	for _, c := range []string{"cpu", "cpuset", "memory"} {
-		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "cgroup.procs")); err != nil {
-			return ""
-		}
-	}
-	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers"); err == nil {
-		return "hybrid"
-	}
-	return "v1"
 }
 
 // newNamedNS creates a network namespace bound at /run/netns/name without moving

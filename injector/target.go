@@ -9,12 +9,14 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // Places on the host where commlab keeps per-node state that must vanish with a reboot.
 const (
-	netnsDir = "/run/netns"
-	runDir   = "/run/commlab"
+	netnsDir = host.NetNSDir
+	runDir   = host.RunDir
 )
 
 // Target is where a fault lands: one node of a sandbox. On the netns backend the
@@ -42,7 +44,7 @@ func (t Target) netnsName() string {
 	if t.NetNS != "" {
 		return t.NetNS
 	}
-	return "cl-" + t.Sandbox + "-" + t.Node
+	return host.NetNSName(t.Sandbox, t.Node)
 }
 
 // netnsPath is the namespace's file.
@@ -53,7 +55,7 @@ func (t Target) etcDir() string {
 	if t.EtcDir != "" {
 		return t.EtcDir
 	}
-	return filepath.Join(runDir, "nodes", t.Sandbox, t.Node, "etc")
+	return host.NodeEtcDir(t.Sandbox, t.Node)
 }
 
 // NodeEtc is the directory the node's workloads see as /etc (env-force writes there).

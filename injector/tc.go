@@ -6,15 +6,16 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
-// Fault qdiscs carry major handle 0xc2 (written c2: by tc) and fault filters
-// priority 0xc1; the injector deletes no other tc object. (labs/netns shapes
-// every link with a base tbf c1:, which a rate fault replaces and restores.)
+// The injector deletes no tc object but its own (see internal/host/tc.go): fault
+// qdiscs c2:, fault filters of priority 0xc1; a rate fault replaces the lab's
+// base tbf c1: and puts it back.
 const (
-	ownMajor  = 0xc2
-	ownPrio   = 0xc1
-	ownQdisc  = ownMajor << 16
+	ownPrio   = host.FaultFilterPrio
+	ownQdisc  = host.FaultQdiscHandle
 	clsactIn  = 0xfffffff2 // parent of clsact's ingress filters (ffff:fff2)
 	clsactHdl = 0xffff0000
 )
@@ -152,15 +153,20 @@ func addIngressRedirect(h *netlink.Handle, idx, ifbIdx int) error {
 			return fmt.Errorf("add clsact on %s: %w", l.Attrs().Name, err)
 		}
 	}
-	f := &netlink.U32{
+	if err := h.FilterAdd(ingressRedirect(idx, ifbIdx)); err != nil {
+		return fmt.Errorf("add ingress redirect filter on %s: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// ingressRedirect is the fault's filter on link idx's ingress: u32 match-all with
+// the fault priority, all protocols, mirred egress redirect to ifbIdx.
+func ingressRedirect(idx, ifbIdx int) *netlink.U32 {
+	return &netlink.U32{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: clsactIn, Priority: ownPrio, Protocol: unix.ETH_P_ALL},
 		Sel:         &netlink.TcU32Sel{Flags: nl_TC_U32_TERMINAL, Nkeys: 1, Keys: []netlink.TcU32Key{{Mask: 0, Val: 0}}},
 		Actions:     []netlink.Action{netlink.NewMirredAction(ifbIdx)},
 	}
-	if err := h.FilterAdd(f); err != nil {
-		return fmt.Errorf("add ingress redirect filter on %s: %w", l.Attrs().Name, err)
-	}
-	return nil
 }
 
 // nl_TC_U32_TERMINAL is TC_U32_TERMINAL from linux/pkt_cls.h.

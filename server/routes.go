@@ -23,7 +23,8 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/metrics", s.requireMetrics, gin.WrapH(s.metrics.handler))
-	r.StaticFS("/static", filesOnly(web.Static()))
+	r.GET("/static/*path", s.static)
+	r.HEAD("/static/*path", s.static)
 	r.GET("/static-gen/highlight.css", s.highlightCSS)
 	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/course") })
 	r.GET("/lang/:lang", s.setLang)
@@ -36,7 +37,15 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/course/:id/quiz", s.requireUser, s.quizResult)
 	r.GET("/progress", s.requireUser, s.progress)
 
-	s.labRoutes(r)
+	if err := web.BundleErr(); err != nil {
+		// A lab page without its script would show a dead terminal; say why instead.
+		s.log.Error("lab pages are off", "err", err)
+		noBundle := func(c *gin.Context) { s.fail(c, httpError{http.StatusServiceUnavailable, "err.nobundle", err.Error()}) }
+		r.Any("/labs/*rest", noBundle)
+		r.Any("/lab/*rest", noBundle)
+	} else {
+		s.labRoutes(r)
+	}
 	s.explainRoutes(r)
 
 	r.GET("/login", s.anonOnly, s.loginPage)
@@ -54,6 +63,13 @@ func (s *Server) healthz(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "chapters": len(s.lib.Course().Chapters())})
+}
+
+// static serves the embedded files (no directory listings: a directory is a 404).
+func (s *Server) static(c *gin.Context) {
+	if !web.ServeStatic(c.Writer, c.Request, c.Param("path")) {
+		s.fail(c, errNotFound)
+	}
 }
 
 func (s *Server) highlightCSS(c *gin.Context) {

@@ -132,6 +132,8 @@ func TestPages(t *testing.T) {
 		{"/no/such/page", 404, []string{"没有这个页面"}},
 		{"/healthz", 200, []string{`"status":"ok"`}},
 		{"/static/app.css", 200, []string{"--accent"}},
+		{"/static/", 404, []string{"没有这个页面"}},
+		{"/static/dist/", 404, []string{"没有这个页面"}},
 		{"/static-gen/highlight.css", 200, []string{".chroma"}},
 		{"/progress", 302, nil},
 	}

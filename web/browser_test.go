@@ -22,6 +22,9 @@ import (
 // browser starts headless Chromium (Debian's package) for one test.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test (headless Chromium): skipped under -short")
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium not installed (make test installs it): %v", err)

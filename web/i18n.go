@@ -114,6 +114,7 @@ var messages = map[string]pair{
 	"err.labsoff":      {"这台服务器上的实验没有启用：%s", "Labs are off on this server: %s"},
 	"err.login":        {"邮箱或密码不正确。", "Wrong email or password."},
 	"err.needlogin":    {"请先登录。", "Please log in first."},
+	"err.nobundle":     {"实验页面暂不可用：这个程序构建时没有嵌入浏览器脚本包。请管理员用 make build 重新构建。（%s）", "Lab pages are unavailable: this binary was built without its browser bundle. Ask the administrator to rebuild with make build. (%s)"},
 	"err.nolab":        {"没有这个实验（或它不属于你）。", "No such lab (or it is not yours)."},
 	"err.notfound":     {"没有这个页面。", "There is no such page."},
 	"err.ratelimit":    {"尝试次数太多，请 %s 秒后再试。", "Too many attempts: try again in %s s."},

@@ -30,15 +30,15 @@ import (
 	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/server"
 	"github.com/commlab/commlab/server/store"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // labServer serves the embedded course with real labs (network namespaces, the
 // injector, the bench workload), as `commlab serve` does as root.
 func labServer(t testing.TB, opts ...func(*session.Config)) (*httptest.Server, *session.Manager, store.Store) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("labs need root")
-	}
+	testenv.RequireRoot(t, "lab sandboxes")
 	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {
 			tp, err := topology.Builtin(name)

@@ -50,7 +50,8 @@ func Pages(funcs template.FuncMap) (map[string]*template.Template, error) {
 }
 
 var builtinFuncs = template.FuncMap{
-	"T":   T,
-	"add": func(a, b int) int { return a + b },
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"T":      T,
+	"static": StaticURL,
+	"add":    func(a, b int) int { return a + b },
+	"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 }

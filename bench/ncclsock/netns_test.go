@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/netip"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/commlab/commlab/bench/ncclmsg"
 	"github.com/vishvananda/netns"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 func ip(t *testing.T, args ...string) {
@@ -30,9 +31,7 @@ func ip(t *testing.T, args ...string) {
 // pair builds namespaces cl-tc<id>-n1 and -n2 joined by a veth named rdma0
 // (198.18.1.1 and .2) and returns their names.
 func pair(t *testing.T) (string, string) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
-	}
+	testenv.RequireRoot(t, "network namespaces")
 	var b [3]byte
 	rand.Read(b[:])
 	n1, n2 := "cl-tc"+hex.EncodeToString(b[:])+"-n1", "cl-tc"+hex.EncodeToString(b[:])+"-n2"

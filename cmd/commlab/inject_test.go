@@ -11,6 +11,8 @@ import (
 
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/netns"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // cli runs `commlab --data data args...` in process.
@@ -36,9 +38,7 @@ func inNode(t *testing.T, ns string, argv ...string) string {
 
 // TestInjectCLI drives inject, faults, revert and sweep against a real sandbox.
 func TestInjectCLI(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, tc, nftables)")
-	}
+	testenv.RequireRoot(t, "network namespaces, tc, nftables")
 	data := t.TempDir()
 	id := "ti" + netns.NewID()[2:]
 	t.Cleanup(func() {

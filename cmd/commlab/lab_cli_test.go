@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/commlab/commlab/labs/netns"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // labCLI runs `commlab --data data lab args...` in process.
@@ -48,9 +50,7 @@ func TestLabPlan(t *testing.T) {
 
 // TestLabUpListDown drives a detached sandbox through the CLI.
 func TestLabUpListDown(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
+	testenv.RequireRoot(t, "network namespaces")
 	data := t.TempDir()
 	id := "tc" + netns.NewID()[2:]
 	t.Cleanup(func() { _, _ = labCLI(t, data, "down", id) })

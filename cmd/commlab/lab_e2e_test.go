@@ -17,15 +17,15 @@ import (
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/record"
 	"github.com/commlab/commlab/labs/session"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // labFixture starts a lab of a shipped scenario with a given seed, as root, on real
 // namespaces, and tears it down when the test ends.
 func labFixture(t *testing.T, id string, seed uint64) *session.Lab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("labs need root")
-	}
+	testenv.RequireRoot(t, "lab sandboxes")
 	ct, probs := loadContent("")
 	if len(probs) > 0 {
 		t.Fatalf("content: %v", probs)
@@ -567,9 +567,7 @@ func criterion(r grader.Result, name string) float64 {
 // outside /tmp, readable by everyone, and remove it when the test ends.
 func shellVisibleBin(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("labs need root")
-	}
+	testenv.RequireRoot(t, "lab sandboxes")
 	if selfBin != "" && !strings.HasPrefix(selfBin, os.TempDir()) {
 		return
 	}

@@ -11,15 +11,15 @@ import (
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/session"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // BenchmarkLabRun measures, for chapter 1's lab, the time from starting a lab to its
 // task being shown (environment up, fault injected, shells open) and the grading
 // latency (recordings parsed, diagnosis scored), one lab per iteration, with teardown.
 func BenchmarkLabRun(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("labs need root")
-	}
+	testenv.RequireRoot(b, "lab sandboxes")
 	ct, probs := loadContent("")
 	if len(probs) > 0 {
 		b.Fatal(probs)

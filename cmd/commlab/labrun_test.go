@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // syncBuffer is an output buffer the test reads while the lab writes.
@@ -27,9 +28,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // TestLabRun drives `commlab lab run` as a learner at a terminal would: wait for the
 // task, open a shell, run tc, come back, list history, answer.
 func TestLabRun(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("labs need root")
-	}
+	testenv.RequireRoot(t, "lab sandboxes")
 	ct, probs := loadContent("")
 	if len(probs) > 0 {
 		t.Fatal(probs)

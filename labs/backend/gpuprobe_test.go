@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // TestProbeVerdict: each way the GPU can be unusable is named in the verdict.
@@ -59,9 +60,7 @@ func TestProbeVerdict(t *testing.T) {
 // On a host without PyTorch (CI) the verdict must name PyTorch; with PyTorch but no
 // GPU, CUDA. It never passes on a host where CUDA sees no GPU.
 func TestProbeGPUAsLearner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("sandboxes need root")
-	}
+	testenv.RequireRoot(t, "sandboxes")
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")

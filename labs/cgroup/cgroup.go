@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,13 +30,15 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/host"
 )
 
 // Root is the parent of every commlab cgroup, relative to a hierarchy root.
-const Root = "commlab"
+const Root = host.CgroupRoot
 
-// mountRoot is where cgroup hierarchies are mounted.
-const mountRoot = "/sys/fs/cgroup"
+// MountRoot is where cgroup hierarchies are mounted.
+const MountRoot = "/sys/fs/cgroup"
 
 // v1Controllers are the hierarchies a v1 sandbox uses.
 var v1Controllers = []cgroup1.Name{cgroup1.Pids, cgroup1.Memory, cgroup1.Cpu}
@@ -73,15 +76,84 @@ func Mode() string {
 	return "unavailable"
 }
 
-// checkRel refuses paths outside commlab/ and any that could climb out.
-func checkRel(rel string) error {
+// reSegment is one plain path segment: no '/', no "." or "..", no blanks or
+// shell metacharacters.
+var reSegment = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+
+// CheckPath refuses cgroup paths outside commlab/ and any that could climb out;
+// the injector checks a fault's target with it too.
+func CheckPath(rel string) error {
 	segs := strings.Split(rel, "/")
 	if len(segs) < 2 || segs[0] != Root {
-		return fmt.Errorf("cgroup %q: want a path under %s/", rel, Root)
+		return fmt.Errorf("cgroup %q: want a path under %s/, e.g. %s/<sandbox>/<node>", rel, Root, Root)
 	}
 	for _, s := range segs[1:] {
-		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, " \t\n") {
+		if s == "." || s == ".." || !reSegment.MatchString(s) {
 			return fmt.Errorf("cgroup %q: segment %q is not a plain name", rel, s)
+		}
+	}
+	return nil
+}
+
+// v1All are the v1 hierarchies a process is moved in (Move) and a fault may
+// change (cpuset, cpuacct): a superset of v1Controllers.
+var v1All = []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"}
+
+// Dir is the directory of the cgroup at rel for controller ctrl: the unified
+// tree on v2, ctrl's own hierarchy on v1 and hybrid hosts.
+func Dir(ctrl, rel string) string {
+	if Unified() {
+		return filepath.Join(MountRoot, rel)
+	}
+	return filepath.Join(MountRoot, ctrl, rel)
+}
+
+// HasControllers reports whether the host offers ctrls: in the unified tree on
+// v2, as mounted hierarchies on v1 and hybrid hosts.
+func HasControllers(ctrls ...string) bool {
+	switch cgroups.Mode() {
+	case cgroups.Unavailable:
+		return false
+	case cgroups.Unified:
+		b, err := os.ReadFile(filepath.Join(MountRoot, "cgroup.controllers"))
+		if err != nil {
+			return false
+		}
+		for _, c := range ctrls {
+			if !slices.Contains(strings.Fields(string(b)), c) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range ctrls {
+		if _, err := os.Stat(filepath.Join(MountRoot, c, "cgroup.procs")); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Move moves the running process pid into the cgroup at rel, in every hierarchy
+// where rel exists (a process that already ended is not an error). Processes
+// commlab starts enter their group at birth instead (Group.Prepare).
+func Move(rel string, pid int) error {
+	if err := CheckPath(rel); err != nil {
+		return err
+	}
+	dirs := []string{filepath.Join(MountRoot, rel)}
+	if !Unified() {
+		dirs = dirs[:0]
+		for _, c := range v1All {
+			dirs = append(dirs, filepath.Join(MountRoot, c, rel))
+		}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("move %d into %s: %w", pid, d, err)
 		}
 	}
 	return nil
@@ -89,7 +161,7 @@ func checkRel(rel string) error {
 
 // Open returns the group at rel without creating it.
 func Open(rel string) (*Group, error) {
-	if err := checkRel(rel); err != nil {
+	if err := CheckPath(rel); err != nil {
 		return nil, err
 	}
 	if cgroups.Mode() == cgroups.Unavailable {
@@ -136,7 +208,7 @@ func (g *Group) create(l Limits) error {
 		if err := enableControllers(g.rel); err != nil {
 			return err
 		}
-		_, err := cgroup2.NewManager(mountRoot, "/"+g.rel, r)
+		_, err := cgroup2.NewManager(MountRoot, "/"+g.rel, r)
 		return err
 	}
 	r := &specs.LinuxResources{}
@@ -163,7 +235,7 @@ var labControllers = []string{"cpu", "cpuset", "memory", "pids"}
 // enables only the controllers of the limits it sets, and a fault may need others.
 // Controllers the kernel or a delegating parent does not offer are left out.
 func enableControllers(rel string) error {
-	dir := mountRoot
+	dir := MountRoot
 	for _, part := range strings.Split(path.Dir(rel), "/") {
 		if err := enableIn(dir); err != nil {
 			return err
@@ -218,7 +290,7 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 		}
 	}
 	if len(out) != len(v1Controllers) {
-		return nil, fmt.Errorf("cgroup v1: want controllers %v mounted under %s", v1Controllers, mountRoot)
+		return nil, fmt.Errorf("cgroup v1: want controllers %v mounted under %s", v1Controllers, MountRoot)
 	}
 	return out, nil
 }
@@ -235,11 +307,11 @@ func (g *Group) Path() string { return g.rel }
 // Dirs lists the group's directory in every hierarchy commlab uses.
 func (g *Group) Dirs() []string {
 	if g.v2 {
-		return []string{filepath.Join(mountRoot, g.rel)}
+		return []string{filepath.Join(MountRoot, g.rel)}
 	}
 	out := make([]string, 0, len(v1Controllers))
 	for _, c := range v1Controllers {
-		out = append(out, filepath.Join(mountRoot, string(c), g.rel))
+		out = append(out, filepath.Join(MountRoot, string(c), g.rel))
 	}
 	return out
 }
@@ -475,7 +547,7 @@ func removeTree(ctx context.Context, dir string) error {
 // merged over every hierarchy commlab uses.
 func Children(rel string) ([]string, error) {
 	if rel != Root {
-		if err := checkRel(rel); err != nil {
+		if err := CheckPath(rel); err != nil {
 			return nil, err
 		}
 	}

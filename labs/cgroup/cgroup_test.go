@@ -13,16 +13,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (cgroups)")
-	}
+	testenv.RequireRoot(t, "cgroups")
 }
 
-func TestCheckRel(t *testing.T) {
+func TestCheckPath(t *testing.T) {
 	for _, tt := range []struct {
 		rel string
 		ok  bool
@@ -35,9 +35,12 @@ func TestCheckRel(t *testing.T) {
 		{"commlab//x", false},
 		{"/commlab/x", false},
 		{"commlab/a b", false},
+		{"commlab/a;rm", false},
+		{"commlab/.", false},
+		{"commlab/k3f9a2/gpu-a.1", true},
 	} {
-		if err := checkRel(tt.rel); (err == nil) != tt.ok {
-			t.Errorf("checkRel(%q) = %v, want ok=%v", tt.rel, err, tt.ok)
+		if err := CheckPath(tt.rel); (err == nil) != tt.ok {
+			t.Errorf("CheckPath(%q) = %v, want ok=%v", tt.rel, err, tt.ok)
 		}
 	}
 }

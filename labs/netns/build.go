@@ -18,14 +18,15 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	// Named so: the package's tests have a helper host().
+	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/topology"
 )
 
-// BaseQdiscHandle is the handle (c1:) of the tbf that shapes every link at its
-// base rate, on both ends of each veth and on loopback for the intra-node
-// fabric. A fault that changes a rate replaces this qdisc and must put it back.
-var BaseQdiscHandle = netlink.MakeHandle(0xc1, 0)
+// The tbf that shapes every link at its base rate (on both ends of each veth and
+// on loopback for the intra-node fabric) carries clhost.BaseQdiscHandle (c1:); a
+// fault that changes a rate replaces it and must put it back.
 
 // loopbackMaxPacket is the largest packet loopback hands to its qdisc (64 KiB
 // GSO super-packets plus headers).
@@ -53,7 +54,7 @@ func TBFParams(rate topology.Rate, maxPacket int) (bytesPerSec uint64, bufferTic
 func shape(h *netlink.Handle, link netlink.Link, rate topology.Rate, maxPacket int) error {
 	bps, buffer, limit, _ := TBFParams(rate, maxPacket)
 	q := &netlink.Tbf{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: BaseQdiscHandle, Parent: netlink.HANDLE_ROOT},
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: clhost.BaseQdiscHandle, Parent: netlink.HANDLE_ROOT},
 		Rate:       bps, Buffer: buffer, Limit: limit,
 	}
 	if err := h.QdiscReplace(q); err != nil {

@@ -15,7 +15,7 @@
 //     switch-level rules. Nothing of a sandbox lives in the host namespace:
 //     veth pairs are created inside the node with their peer created directly
 //     in the fabric, so no node ever holds a netnsid of the host;
-//   - a tbf qdisc (handle c1:, see [BaseQdiscHandle] and [TBFParams]) at the
+//   - a tbf qdisc (handle c1:, internal/host.BaseQdiscHandle, see [TBFParams]) at the
 //     NIC's rate on both ends of every shaped link, and on each node's
 //     loopback for the intra-node fabric (ranks of one node talk over it);
 //   - a cgroup commlab/<id> with pids, memory and CPU limits (v1 controllers on

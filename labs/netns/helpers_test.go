@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/labs/topology"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // helperEnv makes the test binary act as a crash-test child (see TestMain).
@@ -55,9 +57,7 @@ func helperUp() int {
 
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, tc, cgroups)")
-	}
+	testenv.RequireRoot(t, "network namespaces, tc, cgroups")
 }
 
 // testID returns a fresh sandbox id for a test: 't' and 7 random characters.

@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/commlab/commlab/internal/boundedread"
+	"github.com/commlab/commlab/internal/host"
 )
 
 // Limits that come from the address plan and from Linux interface names.
@@ -33,8 +34,6 @@ var (
 	reTopoName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
 	// Switch names become bridge names "br-<name>" (15 characters at most).
 	reSwitch = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
-	// Node names become namespace and cgroup names; no shell metacharacters.
-	reNode = regexp.MustCompile(`^[a-z][a-z0-9-]{0,14}$`)
 	// NIC names must leave room for the fabric-side peer "p<node#>-<nic>" (15 characters).
 	reNIC = regexp.MustCompile(`^[a-z][a-z0-9]{0,10}$`)
 )
@@ -293,7 +292,7 @@ func (v *validator) topology(raw *rawTopology) *Topology {
 		switch {
 		case rn.Name == "":
 			v.errorf(p+".name", "node name is missing")
-		case !reNode.MatchString(rn.Name):
+		case host.ValidNode(rn.Name) != nil:
 			v.errorf(p+".name", "node name %q: want a lowercase letter then lowercase letters, digits or '-' (at most 15)", rn.Name)
 		case reservedNodes[rn.Name]:
 			v.errorf(p+".name", "node name %q is reserved for the sandbox's fabric", rn.Name)

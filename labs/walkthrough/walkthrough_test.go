@@ -13,6 +13,8 @@ import (
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
+
+	"github.com/commlab/commlab/internal/testenv"
 )
 
 // scenario is a namespace lab (no workload, so no commlab binary is needed) whose
@@ -55,9 +57,7 @@ solution:
 // TestRun walks a real namespace lab twice: citing the right node earns the evidence,
 // citing the healthy one does not; both leave nothing in the journal.
 func TestRun(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("labs need root")
-	}
+	testenv.RequireRoot(t, "lab sandboxes")
 	reg, err := injector.NewRegistry(injector.Builtin()...)
 	if err != nil {
 		t.Fatal(err)

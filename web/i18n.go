@@ -33,6 +33,7 @@ type pair struct{ zh, en string }
 var messages = map[string]pair{
 	// Every page: header, footer, punctuation
 	"nav.course":   {"课程", "Course"},
+	"nav.explain":  {"日志诊断", "Explain a log"},
 	"nav.lang":     {"English", "中文"},
 	"nav.login":    {"登录", "Log in"},
 	"nav.logout":   {"退出", "Log out"},

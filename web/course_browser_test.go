@@ -273,7 +273,7 @@ func checkNarrow(ctx context.Context, t *testing.T, page string) {
 // and the contents fold under the title instead of filling the first screen.
 func TestBrowserChaptersAt390px(t *testing.T) {
 	hs, lib, _ := courseServer(t)
-	ctx := browser(t, 240*time.Second)
+	ctx := browser(t, 10*time.Minute) // a bound against hangs; every written chapter is loaded
 	must := func(step string, err error) {
 		t.Helper()
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -694,17 +695,32 @@ func (b *benchRun) writeTrace(ctx context.Context) error {
 		}
 		ranks = append(ranks, trace.Rank{Rank: r, Node: nodes[r], Events: evs})
 	}
-	f, err := os.Create(b.o.Trace)
-	if err != nil {
-		return fmt.Errorf("write trace: %w", err)
-	}
-	if err := trace.WriteChrome(f, ranks); err != nil {
-		f.Close()
-		return fmt.Errorf("write trace %s: %w", b.o.Trace, err)
-	}
-	if err := f.Close(); err != nil {
+	if err := writeFileAtomic(b.o.Trace, func(w io.Writer) error { return trace.WriteChrome(w, ranks) }); err != nil {
 		return fmt.Errorf("write trace %s: %w", b.o.Trace, err)
 	}
 	fmt.Fprintf(b.out, "# Trace of %d ranks written to %s (Chrome trace JSON: open in Perfetto)\n", len(ranks), b.o.Trace)
 	return nil
+}
+
+// writeFileAtomic writes path through a new file in the same directory renamed
+// over it, so that a reader (a lab's learner polling a workload's trace) never
+// sees half a file, and a symlink planted at path is replaced, not followed.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

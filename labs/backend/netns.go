@@ -69,6 +69,10 @@ func (e *netnsEnv) Workload(ctx context.Context, w *scenarios.Workload, env []st
 	if err != nil {
 		return 0, err
 	}
+	if o.Trace != "" {
+		// A scenario's --trace names a file in the learner's home, next to train.log.
+		o.Trace = filepath.Join(e.sb.LearnerHome(), filepath.Base(o.Trace))
+	}
 	logf, err := e.sb.OpenLearnerFile("train.log")
 	if err != nil {
 		return 0, err

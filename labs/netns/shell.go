@@ -253,6 +253,14 @@ func learnerEnv(id, node string) []string {
 	}
 }
 
+// LearnerHome is where the learner's home (/home/learner in their shells) lies in
+// the host's mount namespace, where workloads run: a workload writes a file for the
+// learner there (the directory is the learner's, so write through a new file renamed
+// into place, never by following a name the learner controls).
+func (s *Sandbox) LearnerHome() string {
+	return filepath.Join(sandboxRunDir(s.ID()), "home", "learner")
+}
+
 // OpenLearnerFile opens (creating or appending to) a file in the learner's
 // home, e.g. a workload's log the learner is expected to read. The file
 // belongs to the learner. name is a plain file name; the open never follows a
@@ -265,7 +273,7 @@ func (s *Sandbox) OpenLearnerFile(name string) (*os.File, error) {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || len(name) > 255 {
 		return nil, fmt.Errorf("learner file %q: want a plain file name", name)
 	}
-	p := filepath.Join(sandboxRunDir(s.ID()), "home", "learner", name)
+	p := filepath.Join(s.LearnerHome(), name)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open learner file %s: %w", name, err)

@@ -200,17 +200,24 @@ func TestDebugFileAndTrace(t *testing.T) {
 	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatalf("trace is not JSON: %v", err)
 	}
-	perRank := map[int]int{}
+	perRank := map[int]map[string]int{0: {}, 1: {}}
 	for _, e := range tr.TraceEvents {
-		if e.Ph == "X" && e.Name == "all_reduce" {
-			perRank[e.TID]++
+		if e.Ph == "X" {
+			perRank[e.TID][e.Name]++
 		}
 	}
-	// warmup 2 sizes × 1, then per size 2 × (iters + check)
-	want := 2*o.Warmup + len(o.Sizes())*2*o.Iters
+	if o.Check != 1 {
+		t.Fatalf("the test expects -c 1, got %d", o.Check)
+	}
+	// warmup 2 sizes × 1, then per size and half: the timed iterations and one checked
+	// call, with the check's local work (init data, verify) around it.
+	halves := len(o.Sizes()) * 2
+	want := map[string]int{"all_reduce": 2*o.Warmup + halves*(o.Iters+1), "init data": halves, "verify": halves}
 	for r := range 2 {
-		if perRank[r] != want {
-			t.Errorf("rank %d has %d slices in the trace, want %d", r, perRank[r], want)
+		for name, n := range want {
+			if perRank[r][name] != n {
+				t.Errorf("rank %d has %d %q slices in the trace, want %d", r, perRank[r][name], name, n)
+			}
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 // times lower there. The learner repeats the test with warm-up and enough iterations
 // on both nodes (the gap stays: not noise), then reads the node's cgroup counters.
 func TestLabCh14MeasurementLies(t *testing.T) {
+	// The learner types commlab: it must sit where the learner uid can run it.
+	shellVisibleBin(t)
 	// Seed 14: node1 at 0.15 cores; seed 4: node2 at 0.2 cores, the mildest quota.
 	playSeeds(t, "ch14-measurement-lies", []uint64{14, 4}, func(lr *learner) verdicts {
 		node := lr.v("node")

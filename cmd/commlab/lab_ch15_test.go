@@ -21,6 +21,8 @@ var ch15Row = regexp.MustCompile(`(?m)^rank (\d+) coll_us (\d+) local_us (\d+)$`
 // The learner tabulates the trace per rank, finds the rank that enters every call
 // last (and so waits least), and reads that node's cgroup counters.
 func TestLabCh15StragglerTrace(t *testing.T) {
+	// The learner types commlab: it must sit where the learner uid can run it.
+	shellVisibleBin(t)
 	// Seed 15: node3 at 0.08 cores; seed 8: node1 (rank 0, where the learner reads the
 	// trace) at 0.1 cores, the mildest quota.
 	playSeeds(t, "ch15-straggler-trace", []uint64{15, 8}, func(lr *learner) verdicts {

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"html/template"
@@ -69,6 +70,8 @@ type Deps struct {
 	// LabsOff, when Labs is nil, says why (e.g. "labs need root").
 	LabsOff string
 	Log     *slog.Logger
+	// CertKey signs certificates; nil turns certificates and exams off.
+	CertKey ed25519.PrivateKey
 }
 
 // Labs is what the server needs of the lab manager (session.Manager), so lab pages
@@ -98,6 +101,7 @@ type Server struct {
 	cache   *pageCache
 	metrics *metrics
 	router  *gin.Engine
+	ca      *authority
 }
 
 // New builds a server.
@@ -131,6 +135,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		hlCSS:   []byte(css),
 		cache:   &pageCache{},
 		metrics: newMetrics(),
+		ca:      newAuthority(d.CertKey, d.Store),
 	}
 	s.router = s.routes()
 	return s, nil

@@ -73,6 +73,9 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 				return err
 			}
 			deps := server.Deps{Library: lib, Store: st, Secret: key, Log: log, Scenarios: ct.scenarios}
+			if deps.CertKey, err = loadCertKey(g); err != nil {
+				return err
+			}
 			labs, off := startLabs(ctx, g.dataDir, allowHW, log)
 			if labs != nil { // a nil *Manager must not become a non-nil interface
 				deps.Labs = labs

@@ -179,7 +179,7 @@ sections:
 		{"pool too small", "count: 1", "count: 9", "x1.yaml:10:16: count 9: the pool has 4 scenario(s)"},
 		{"no chapter", "[ch08]", "[ch99]", `no chapter "ch99"`},
 		{"weights", "weight: 1", "weight: 0.5", "x1.yaml:7:3: section weights add up to 0.5"},
-		{"question", "    draw:\n      - count: 1\n        chapters: [ch08]\n", "    questions: [ch04/q99]\n", `x1.yaml:8:18: question "ch04/q99": the quiz of ch04 has no question q99`},
+		{"question", "    draw:\n      - count: 1\n        chapters: [ch08]\n", "    questions: [ch04/q99]\n", `x1.yaml:9:17: question "ch04/q99": the quiz of ch04 has no question q99`},
 		{"overlap", "        chapters: [ch08]\n", "        chapters: [ch08]\n      - count: 1\n        tags: [class:link-loss]\n", "pools must not overlap"},
 	}
 	for _, tt := range tests {

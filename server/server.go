@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/exam"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/server/auth"
@@ -72,6 +73,8 @@ type Deps struct {
 	Log     *slog.Logger
 	// CertKey signs certificates; nil turns certificates and exams off.
 	CertKey ed25519.PrivateKey
+	// Exams are the certification exams; nil turns exams off.
+	Exams *exam.Set
 }
 
 // Labs is what the server needs of the lab manager (session.Manager), so lab pages
@@ -102,6 +105,7 @@ type Server struct {
 	metrics *metrics
 	router  *gin.Engine
 	ca      *authority
+	exams   *exam.Set
 }
 
 // New builds a server.
@@ -136,6 +140,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		cache:   &pageCache{},
 		metrics: newMetrics(),
 		ca:      newAuthority(d.CertKey, d.Store),
+		exams:   d.Exams,
 	}
 	s.router = s.routes()
 	return s, nil

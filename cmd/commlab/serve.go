@@ -73,6 +73,7 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 				return err
 			}
 			deps := server.Deps{Library: lib, Store: st, Secret: key, Log: log, Scenarios: ct.scenarios}
+			deps.Exams = ct.exams
 			if deps.CertKey, err = loadCertKey(g); err != nil {
 				return err
 			}

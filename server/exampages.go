@@ -504,3 +504,28 @@ func (s *Server) attemptVoid(c *gin.Context) {
 	s.log.Info("exam attempt voided", "attempt", a.ID, "by", u.ID)
 	c.Redirect(http.StatusSeeOther, fmt.Sprintf("/admin/exams/attempt/%d", a.ID))
 }
+
+// sweepAttempts submits attempts whose time ran out even when no page asks
+// for them, so a candidate who closed the browser gets a result (and a pass
+// its certificate) at the deadline, give or take the interval.
+func (s *Server) sweepAttempts(ctx context.Context) {
+	if s.exams == nil || s.ca == nil || s.examDB() == nil {
+		return
+	}
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			atts, err := s.examDB().Attempts(ctx, "", 0)
+			if err == nil {
+				err = s.finishDue(ctx, atts)
+			}
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("submit timed-out exam attempts", "err", err)
+			}
+		}
+	}
+}

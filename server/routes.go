@@ -47,6 +47,8 @@ func (s *Server) routes() *gin.Engine {
 		s.labRoutes(r)
 	}
 	s.explainRoutes(r)
+	s.certRoutes(r)
+	s.examRoutes(r)
 
 	r.GET("/login", s.anonOnly, s.loginPage)
 	r.POST("/login", s.login)

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"html/template"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/exam"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 	"github.com/commlab/commlab/server/auth"
@@ -69,6 +71,10 @@ type Deps struct {
 	// LabsOff, when Labs is nil, says why (e.g. "labs need root").
 	LabsOff string
 	Log     *slog.Logger
+	// CertKey signs certificates; nil turns certificates and exams off.
+	CertKey ed25519.PrivateKey
+	// Exams are the certification exams; nil turns exams off.
+	Exams *exam.Set
 }
 
 // Labs is what the server needs of the lab manager (session.Manager), so lab pages
@@ -98,6 +104,8 @@ type Server struct {
 	cache   *pageCache
 	metrics *metrics
 	router  *gin.Engine
+	ca      *authority
+	exams   *exam.Set
 }
 
 // New builds a server.
@@ -131,6 +139,8 @@ func New(cfg Config, d Deps) (*Server, error) {
 		hlCSS:   []byte(css),
 		cache:   &pageCache{},
 		metrics: newMetrics(),
+		ca:      newAuthority(d.CertKey, d.Store),
+		exams:   d.Exams,
 	}
 	s.router = s.routes()
 	return s, nil
@@ -151,6 +161,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	go s.sweepSessions(ctx)
+	go s.sweepAttempts(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/commlab/commlab/bench"
 	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/exam"
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
@@ -18,6 +19,7 @@ import (
 type content struct {
 	course    *course.Course
 	scenarios *scenarios.Catalog
+	exams     *exam.Set
 }
 
 // loadContent loads and cross-checks the course and the embedded scenarios. courseDir
@@ -103,7 +105,13 @@ func loadContentFrom(courseDir, scenarioDir string) (*content, []string) {
 			}
 		}
 	}
-	return &content{course: c, scenarios: cat}, probs
+	ct := &content{course: c, scenarios: cat}
+	if c != nil && cat != nil {
+		var eprobs []string
+		ct.exams, eprobs = loadExams(cat, c)
+		probs = append(probs, eprobs...)
+	}
+	return ct, probs
 }
 
 func contains(list []string, s string) bool {

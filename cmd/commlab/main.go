@@ -47,6 +47,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(g),
 		newBenchCmd(g),
 		newUserCmd(g),
+		newCertCmd(g),
 		newLabCmd(g),
 		newGPUCmd(g),
 		newNCCLLogCmd(),

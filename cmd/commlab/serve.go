@@ -33,8 +33,10 @@ func newServeCmd(g *globals) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the course and labs over HTTP",
 		Long: `serve starts the web server: course pages, accounts, progress, /healthz and
-/metrics. State lives in the data directory (--data): commlab.db (SQLite) and
-secret.key (mode 0600: keys CSRF tokens and the learners' variant seeds). With --content DIR the course is read from DIR
+/metrics. State lives in the data directory (--data): commlab.db (SQLite),
+secret.key (mode 0600: keys CSRF tokens and the learners' variant seeds) and
+cert.key (mode 0600: the ed25519 key that signs exam certificates; its public half
+is served at /cert/key.pem). With --content DIR the course is read from DIR
 and reloaded when a file changes, for authors; otherwise the embedded course is used.
 
 Limits: 1 running lab and 8 terminals per learner; 128 sandbox slots per host
@@ -73,6 +75,10 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 				return err
 			}
 			deps := server.Deps{Library: lib, Store: st, Secret: key, Log: log, Scenarios: ct.scenarios}
+			deps.Exams = ct.exams
+			if deps.CertKey, err = loadCertKey(g); err != nil {
+				return err
+			}
 			labs, off := startLabs(ctx, g.dataDir, allowHW, log)
 			if labs != nil { // a nil *Manager must not become a non-nil interface
 				deps.Labs = labs

@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// AttemptState is where an exam attempt stands.
+type AttemptState string
+
+// The attempt states.
+const (
+	AttemptActive    AttemptState = "active"
+	AttemptSubmitted AttemptState = "submitted"
+	AttemptVoided    AttemptState = "voided"
+)
+
+// Attempt is one candidate's sitting of one exam. Seed draws its tasks and
+// their variants and must never reach the candidate.
+type Attempt struct {
+	ID          int64
+	UserID      int64
+	ExamID      string
+	Seed        []byte
+	State       AttemptState
+	StartedAt   time.Time
+	Deadline    time.Time
+	SubmittedAt time.Time // zero while active
+	Auto        bool      // submitted by the clock
+	Score       float64
+	Passed      bool
+	VoidReason  string
+	VoidedBy    int64
+}
+
+// AttemptTask is one task of an attempt: the answer last saved and, once
+// graded, its score and the report (JSON) it rests on.
+type AttemptTask struct {
+	Task    int
+	Answer  string
+	SavedAt time.Time
+	Graded  bool
+	Score   float64
+	Report  string
+}
+
+// Command is one command a candidate typed during an attempt.
+type Command struct {
+	Task    int
+	Node    string
+	Command string
+	At      time.Time
+}
+
+// Exams keeps exam attempts. SQLite implements it beside Store.
+type Exams interface {
+	// StartAttempt inserts a (active) and sets its ID. ErrExists if the user
+	// already has an active attempt at any exam.
+	StartAttempt(ctx context.Context, a *Attempt) error
+	// Attempt returns one; ErrNotFound if none.
+	Attempt(ctx context.Context, id int64) (*Attempt, error)
+	// ActiveAttempt returns the user's active attempt; ErrNotFound if none.
+	ActiveAttempt(ctx context.Context, userID int64) (*Attempt, error)
+	// Attempts lists attempts, newest first: of one exam, of one user (0 for
+	// any), or all.
+	Attempts(ctx context.Context, examID string, userID int64) ([]Attempt, error)
+	// SaveAnswer keeps a task's answer; ErrInvalid unless the attempt is active.
+	SaveAnswer(ctx context.Context, attemptID int64, task int, answer string) error
+	// GradeTask records a task's score and report.
+	GradeTask(ctx context.Context, attemptID int64, task int, score float64, report string) error
+	// Tasks returns the attempt's tasks that were saved or graded, by task.
+	Tasks(ctx context.Context, attemptID int64) ([]AttemptTask, error)
+	// LogCommand keeps a typed command with the attempt.
+	LogCommand(ctx context.Context, attemptID int64, c Command) error
+	// Commands returns the attempt's commands in the order typed.
+	Commands(ctx context.Context, attemptID int64) ([]Command, error)
+	// SubmitAttempt ends an active attempt with its score; ErrInvalid if it
+	// is not active (so a double submit grades once).
+	SubmitAttempt(ctx context.Context, id int64, score float64, passed, auto bool) error
+	// VoidAttempt voids a submitted or active attempt with a reason.
+	VoidAttempt(ctx context.Context, id, by int64, reason string) error
+}
+
+var _ Exams = (*SQLite)(nil)
+
+// StartAttempt implements Exams.
+func (s *SQLite) StartAttempt(ctx context.Context, a *Attempt) error {
+	if a.ExamID == "" || len(a.Seed) < 16 || !a.Deadline.After(a.StartedAt) {
+		return fmt.Errorf("start attempt: %w: exam id, a seed of 16+ bytes and a deadline after the start are required", ErrInvalid)
+	}
+	a.State = AttemptActive
+	err := s.w.QueryRowContext(ctx, `INSERT INTO exam_attempts (user_id, exam_id, seed, state, started_at, deadline_at)
+		VALUES (?, ?, ?, 'active', ?, ?) RETURNING id`, a.UserID, a.ExamID, a.Seed, toDB(a.StartedAt), toDB(a.Deadline)).Scan(&a.ID)
+	if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+		return fmt.Errorf("start attempt: user %d: %w: an attempt is active", a.UserID, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("start attempt: %w", userMissing(err, a.UserID))
+	}
+	return nil
+}
+
+const attemptColumns = "id, user_id, exam_id, seed, state, started_at, deadline_at, submitted_at, auto, score, passed, void_reason, COALESCE(voided_by, 0)"
+
+func scanAttempt(row scanner) (*Attempt, error) {
+	var a Attempt
+	var started, deadline int64
+	var submitted sql.NullInt64
+	if err := row.Scan(&a.ID, &a.UserID, &a.ExamID, &a.Seed, &a.State, &started, &deadline, &submitted, &a.Auto, &a.Score, &a.Passed, &a.VoidReason, &a.VoidedBy); err != nil {
+		return nil, err
+	}
+	a.StartedAt, a.Deadline = fromDB(started), fromDB(deadline)
+	if submitted.Valid {
+		a.SubmittedAt = fromDB(submitted.Int64)
+	}
+	return &a, nil
+}
+
+func (s *SQLite) oneAttempt(ctx context.Context, what, where string, arg any) (*Attempt, error) {
+	a, err := scanAttempt(s.r.QueryRowContext(ctx, "SELECT "+attemptColumns+" FROM exam_attempts WHERE "+where, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return a, nil
+}
+
+// Attempt implements Exams.
+func (s *SQLite) Attempt(ctx context.Context, id int64) (*Attempt, error) {
+	return s.oneAttempt(ctx, fmt.Sprintf("attempt %d", id), "id = ?", id)
+}
+
+// ActiveAttempt implements Exams.
+func (s *SQLite) ActiveAttempt(ctx context.Context, userID int64) (*Attempt, error) {
+	return s.oneAttempt(ctx, fmt.Sprintf("active attempt of user %d", userID), "user_id = ? AND state = 'active'", userID)
+}
+
+// Attempts implements Exams.
+func (s *SQLite) Attempts(ctx context.Context, examID string, userID int64) ([]Attempt, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+attemptColumns+` FROM exam_attempts
+		WHERE (? = '' OR exam_id = ?) AND (? = 0 OR user_id = ?) ORDER BY started_at DESC, id DESC`, examID, examID, userID, userID)
+	if err != nil {
+		return nil, fmt.Errorf("attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("attempts: %w", err)
+		}
+		out = append(out, *a)
+	}
+	return out, rows.Err()
+}
+
+// SaveAnswer implements Exams.
+func (s *SQLite) SaveAnswer(ctx context.Context, attemptID int64, task int, answer string) error {
+	res, err := s.w.ExecContext(ctx, `INSERT INTO exam_tasks (attempt_id, task, answer, saved_at)
+		SELECT id, ?, ?, ? FROM exam_attempts WHERE id = ? AND state = 'active'
+		ON CONFLICT (attempt_id, task) DO UPDATE SET answer = excluded.answer, saved_at = excluded.saved_at`,
+		task, answer, toDB(now()), attemptID)
+	if err != nil {
+		return fmt.Errorf("save answer %d/%d: %w", attemptID, task, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("save answer %d/%d: %w: attempt is not active", attemptID, task, ErrInvalid)
+	}
+	return nil
+}
+
+// GradeTask implements Exams.
+func (s *SQLite) GradeTask(ctx context.Context, attemptID int64, task int, score float64, report string) error {
+	if err := checkScore(score); err != nil {
+		return err
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO exam_tasks (attempt_id, task, graded, score, report) VALUES (?, ?, 1, ?, ?)
+		ON CONFLICT (attempt_id, task) DO UPDATE SET graded = 1, score = excluded.score, report = excluded.report`,
+		attemptID, task, score, report)
+	if err != nil {
+		return fmt.Errorf("grade task %d/%d: %w", attemptID, task, err)
+	}
+	return nil
+}
+
+// Tasks implements Exams.
+func (s *SQLite) Tasks(ctx context.Context, attemptID int64) ([]AttemptTask, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT task, answer, saved_at, graded, score, report FROM exam_tasks WHERE attempt_id = ? ORDER BY task`, attemptID)
+	if err != nil {
+		return nil, fmt.Errorf("tasks of attempt %d: %w", attemptID, err)
+	}
+	defer rows.Close()
+	var out []AttemptTask
+	for rows.Next() {
+		var t AttemptTask
+		var saved int64
+		if err := rows.Scan(&t.Task, &t.Answer, &saved, &t.Graded, &t.Score, &t.Report); err != nil {
+			return nil, fmt.Errorf("tasks of attempt %d: %w", attemptID, err)
+		}
+		if saved != 0 {
+			t.SavedAt = fromDB(saved)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// LogCommand implements Exams.
+func (s *SQLite) LogCommand(ctx context.Context, attemptID int64, c Command) error {
+	at := c.At
+	if at.IsZero() {
+		at = now()
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO exam_commands (attempt_id, task, node, command, at) VALUES (?, ?, ?, ?, ?)`,
+		attemptID, c.Task, c.Node, c.Command, toDB(at)); err != nil {
+		return fmt.Errorf("log command of attempt %d: %w", attemptID, err)
+	}
+	return nil
+}
+
+// Commands implements Exams.
+func (s *SQLite) Commands(ctx context.Context, attemptID int64) ([]Command, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT task, node, command, at FROM exam_commands WHERE attempt_id = ? ORDER BY id`, attemptID)
+	if err != nil {
+		return nil, fmt.Errorf("commands of attempt %d: %w", attemptID, err)
+	}
+	defer rows.Close()
+	var out []Command
+	for rows.Next() {
+		var c Command
+		var at int64
+		if err := rows.Scan(&c.Task, &c.Node, &c.Command, &at); err != nil {
+			return nil, fmt.Errorf("commands of attempt %d: %w", attemptID, err)
+		}
+		c.At = fromDB(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// SubmitAttempt implements Exams.
+func (s *SQLite) SubmitAttempt(ctx context.Context, id int64, score float64, passed, auto bool) error {
+	if err := checkScore(score); err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET state = 'submitted', submitted_at = ?, score = ?, passed = ?, auto = ?
+		WHERE id = ? AND state = 'active'`, toDB(now()), score, passed, auto, id)
+	if err != nil {
+		return fmt.Errorf("submit attempt %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("submit attempt %d: %w: not active", id, ErrInvalid)
+	}
+	return nil
+}
+
+// VoidAttempt implements Exams.
+func (s *SQLite) VoidAttempt(ctx context.Context, id, by int64, reason string) error {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return fmt.Errorf("void attempt %d: %w: a reason is required", id, ErrInvalid)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET state = 'voided', passed = 0, void_reason = ?, voided_by = ?,
+		submitted_at = COALESCE(submitted_at, ?) WHERE id = ? AND state != 'voided'`, reason, nullID(by), toDB(now()), id)
+	if err != nil {
+		return fmt.Errorf("void attempt %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("void attempt %d: %w", id, ErrNotFound)
+	}
+	return nil
+}

@@ -33,14 +33,7 @@ func (s *Sandbox) Exec(ctx context.Context, node string, argv ...string) (*labs.
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("exec: empty command")
 	}
-	if _, _, err := s.up(); err != nil {
-		return nil, err
-	}
-	info, err := s.Node(node)
-	if err != nil {
-		return nil, err
-	}
-	g, err := cgroup.Open(info.Cgroup)
+	_, info, g, err := s.nodeOf(node)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +51,24 @@ func (s *Sandbox) Exec(ctx context.Context, node string, argv ...string) (*labs.
 		}
 		return nil
 	}), nil
+}
+
+// nodeOf returns the up sandbox's state, node's description and cgroup: what
+// starting a process on node needs.
+func (s *Sandbox) nodeOf(node string) (*State, NodeInfo, *cgroup.Group, error) {
+	st, _, err := s.up()
+	if err != nil {
+		return nil, NodeInfo{}, nil, err
+	}
+	info, err := s.Node(node)
+	if err != nil {
+		return nil, NodeInfo{}, nil, err
+	}
+	g, err := cgroup.Open(info.Cgroup)
+	if err != nil {
+		return nil, NodeInfo{}, nil, err
+	}
+	return st, info, g, nil
 }
 
 // spawnSpec says where a process goes before it runs.

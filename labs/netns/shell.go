@@ -46,15 +46,7 @@ var ShellPath = "/bin/bash"
 // directory are covered by empty read-only mounts. Closing the terminal, ctx
 // ending, or the sandbox going down ends the shell and everything it started.
 func (s *Sandbox) Shell(ctx context.Context, node string, opts labs.ShellOptions) (labs.Terminal, error) {
-	st, _, err := s.up()
-	if err != nil {
-		return nil, err
-	}
-	info, err := s.Node(node)
-	if err != nil {
-		return nil, err
-	}
-	g, err := cgroup.Open(info.Cgroup)
+	st, info, g, err := s.nodeOf(node)
 	if err != nil {
 		return nil, err
 	}
@@ -218,15 +210,7 @@ func (s *Sandbox) LearnerExec(ctx context.Context, node string, argv ...string) 
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("exec: empty command")
 	}
-	st, _, err := s.up()
-	if err != nil {
-		return nil, err
-	}
-	info, err := s.Node(node)
-	if err != nil {
-		return nil, err
-	}
-	g, err := cgroup.Open(info.Cgroup)
+	st, info, g, err := s.nodeOf(node)
 	if err != nil {
 		return nil, err
 	}

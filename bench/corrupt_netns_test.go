@@ -4,8 +4,8 @@ package bench
 
 import (
 	"regexp"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 

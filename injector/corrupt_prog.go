@@ -14,7 +14,7 @@ type bitFlip struct {
 	// Below is the share as a threshold on bpf_get_prandom_u32: a packet is
 	// damaged when the draw is below it; 1<<32 damages every matching packet.
 	Below uint64
-	Proto uint8      // 6 (TCP), 17 (UDP) or 0 for both
+	Proto uint8      // 1 (ICMP), 6 (TCP), 17 (UDP) or 0 for all three
 	Port  uint16     // source or destination port, 0 for any
 	Peer  netip.Addr // source or destination address, invalid for any
 }
@@ -46,8 +46,9 @@ const (
 )
 
 // program returns a tc direct-action program that, for a share of the IPv4
-// TCP/UDP frames matching b, flips one bit of one 16-bit word of the L4 payload
-// and fixes the L4 checksum with bpf_l4_csum_replace, so the damage reaches the
+// TCP, UDP and ICMP frames matching b, flips one bit of one 16-bit word of the L4 payload
+// (ICMP: of the data after the 8-byte header, which echo replies return) and
+// fixes the L4 checksum with bpf_l4_csum_replace, so the damage reaches the
 // receiving application instead of being dropped. Frames without payload and
 // IP fragments pass untouched (a fragment's checksum is in another packet).
 // Every frame continues (TC_ACT_OK).
@@ -102,6 +103,7 @@ func (b bitFlip) program() asm.Instructions {
 		p = append(p, asm.JNE.Imm(asm.R8, int32(b.Proto), out))
 	} else {
 		p = append(p,
+			asm.JEq.Imm(asm.R8, 1, "proto_ok"),
 			asm.JEq.Imm(asm.R8, 6, "proto_ok"),
 			asm.JNE.Imm(asm.R8, 17, out),
 			asm.Mov.Reg(asm.R8, asm.R8).WithSymbol("proto_ok"))
@@ -124,7 +126,8 @@ func (b bitFlip) program() asm.Instructions {
 		asm.Add.Imm(asm.R9, 14), // r9: end of the IP packet in the frame
 	)
 	p = append(p, loadBytes(asm.R7, stL4, 8)...)
-	if b.Port != 0 {
+	if b.Port != 0 { // ICMP has no ports: the filter excludes it
+		p = append(p, asm.JEq.Imm(asm.R8, 1, out))
 		port := int32(b.Port>>8 | b.Port<<8) // network order, little-endian load
 		p = append(p,
 			ld(asm.R1, stL4, asm.Half),
@@ -133,10 +136,10 @@ func (b bitFlip) program() asm.Instructions {
 			asm.JNE.Imm(asm.R2, port, out),
 			asm.Mov.Reg(asm.R2, asm.R2).WithSymbol("port_ok"))
 	}
-	// r1: L4 header length.
+	// r1: L4 header length (UDP and ICMP echo: 8).
 	p = append(p,
 		asm.Mov.Imm(asm.R1, 8),
-		asm.JEq.Imm(asm.R8, 17, "hdr_done"),
+		asm.JNE.Imm(asm.R8, 6, "hdr_done"),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, 12))
 	p = append(p, loadBytes(asm.R2, stDoff, 1)...)
@@ -180,7 +183,9 @@ func (b bitFlip) program() asm.Instructions {
 		asm.Add.Imm(asm.R2, 16), // TCP's checksum
 		asm.Mov.Imm(asm.R5, 2),
 		asm.JEq.Imm(asm.R8, 6, "csum"),
-		asm.Add.Imm(asm.R2, -10), // UDP's
+		asm.Add.Imm(asm.R2, -14), // ICMP's
+		asm.JEq.Imm(asm.R8, 1, "csum"),
+		asm.Add.Imm(asm.R2, 4), // UDP's
 		asm.Mov.Imm(asm.R5, 2|bpfFMarkMangled0),
 		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("csum"),
 		ld(asm.R3, stOld, asm.Half),

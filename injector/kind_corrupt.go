@@ -15,15 +15,15 @@ import (
 
 // Corrupt damages a share of a NIC's packets the way a bad NIC, cable or
 // memory does: silently. By default (via=bpf) a tc program at the NIC's clsact
-// flips one bit in the TCP/UDP payload of matching IPv4 packets and fixes the
-// L4 checksum, so the damaged bytes reach the application. via=netem uses
+// flips one bit in the TCP/UDP/ICMP payload of matching IPv4 packets and fixes
+// the L4 checksum, so the damaged bytes reach the application. via=netem uses
 // netem's corrupt instead (outbound only, any bit of the frame, checksums left
 // wrong, so TCP drops most of it): that is loss, not silent corruption.
 type Corrupt struct {
 	NIC       string     `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
 	Percent   Percent    `json:"percent" param:"percent,required" doc:"share of matching packets damaged, 0.01% to 100%"`
 	Direction Direction  `json:"direction" param:"direction" doc:"in (packets the NIC receives), out (packets it sends) or both"`
-	Proto     string     `json:"proto,omitempty" param:"proto" doc:"tcp, udp or any (default)"`
+	Proto     string     `json:"proto,omitempty" param:"proto" doc:"tcp, udp, icmp or any (default: all three)"`
 	Port      int        `json:"port,omitempty" param:"port" doc:"only packets from or to this port, e.g. 4791 (RoCEv2); 0 for any"`
 	Peer      netip.Addr `json:"peer,omitzero" param:"peer" doc:"only packets from or to this IPv4 address"`
 	Via       string     `json:"via,omitempty" param:"via" doc:"bpf (default: bit flip in the payload, checksum fixed) or netem (where sch_netem exists; checksum left wrong)"`
@@ -54,9 +54,12 @@ func (f *Corrupt) Validate() error {
 		return invalid("direction %q: want in, out or both", f.Direction)
 	}
 	switch f.Proto {
-	case "", "any", "tcp", "udp":
+	case "", "any", "tcp", "udp", "icmp":
 	default:
-		return invalid("proto %q: want tcp, udp or any", f.Proto)
+		return invalid("proto %q: want tcp, udp, icmp or any", f.Proto)
+	}
+	if f.Proto == "icmp" && f.Port != 0 {
+		return invalid("port %d: ICMP has no ports", f.Port)
 	}
 	if f.Port < 0 || f.Port > 65535 {
 		return invalid("port %d: want 1 to 65535, or 0 for any", f.Port)
@@ -99,6 +102,8 @@ func (f *Corrupt) flip() bitFlip {
 		b.Proto = unix.IPPROTO_TCP
 	case "udp":
 		b.Proto = unix.IPPROTO_UDP
+	case "icmp":
+		b.Proto = unix.IPPROTO_ICMP
 	}
 	b.Port = uint16(f.Port)
 	return b
@@ -119,7 +124,7 @@ func (f *Corrupt) Command(Target) []string {
 	if f.Peer.IsValid() {
 		match = append(match, "host "+f.Peer.String())
 	}
-	what := "TCP/UDP"
+	what := "TCP/UDP/ICMP"
 	if len(match) > 0 {
 		what = strings.Join(match, " ")
 	}

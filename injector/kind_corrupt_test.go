@@ -33,6 +33,7 @@ func TestCorruptValidate(t *testing.T) {
 		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "netem"}, "direction=out"},
 		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "netem", "direction": "out", "port": "4791"}, "no proto, port or peer"},
 		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "xdp"}, "via"},
+		{map[string]string{"nic": "rdma0", "percent": "1%", "proto": "icmp", "port": "7"}, "ICMP has no ports"},
 	} {
 		_, err := reg.Parse("corrupt", tc.params)
 		switch {
@@ -184,6 +185,14 @@ func TestCorruptRoundTrip(t *testing.T) {
 		{"peer match", "n2", map[string]string{"nic": "rdma0", "percent": "100%", "peer": "PEER"}, func(t *testing.T) {
 			if a, d := l.udpDamage(t, "n1", "n2", 5506, 200); a < 190 || d != a {
 				t.Errorf("UDP from the chosen peer: %d of 200 arrived, %d damaged; want all damaged", a, d)
+			}
+		}},
+		// iputils ping checks the data its echo replies bring back.
+		{"icmp ping", "n2", map[string]string{"nic": "rdma0", "percent": "100%", "proto": "icmp"}, func(t *testing.T) {
+			out, _ := l.try("n1", "ping", "-c", "5", "-i", "0.05", "-s", "1000", "-W", "1", l.ip("n2", 1))
+			mustContain(t, "ping", out, "wrong data byte #", " 5 received")
+			if n := l.udpCount(t, "n1", "n2", 5507, 100); n < 95 {
+				t.Errorf("UDP with proto=icmp: %d of 100 arrived", n)
 			}
 		}},
 		{"tcp both", "n2", map[string]string{"nic": "rdma0", "percent": "20%", "proto": "tcp", "direction": "both"}, func(t *testing.T) {

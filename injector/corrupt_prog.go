@@ -17,6 +17,7 @@ type bitFlip struct {
 	Proto uint8      // 1 (ICMP), 6 (TCP), 17 (UDP) or 0 for all three
 	Port  uint16     // source or destination port, 0 for any
 	Peer  netip.Addr // source or destination address, invalid for any
+	Skip  uint16     // payload bytes left intact at its start
 }
 
 // Stack layout of the program (offsets from r10; the verifier wants aligned
@@ -148,6 +149,7 @@ func (b bitFlip) program() asm.Instructions {
 		asm.RSh.Imm(asm.R1, 4),
 		asm.LSh.Imm(asm.R1, 2),
 		asm.Add.Reg(asm.R1, asm.R7).WithSymbol("hdr_done"), // r1: payload offset (UDP path adds r7 to 8)
+		asm.Add.Imm(asm.R1, int32(b.Skip&^1)),              // an even skip keeps the words aligned
 		asm.StoreMem(asm.R10, stPayload, asm.R1, asm.DWord),
 		asm.Sub.Reg(asm.R9, asm.R1), // r9: payload length
 		asm.JSLT.Imm(asm.R9, 2, out),

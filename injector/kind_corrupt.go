@@ -26,6 +26,7 @@ type Corrupt struct {
 	Proto     string     `json:"proto,omitempty" param:"proto" doc:"tcp, udp, icmp or any (default: all three)"`
 	Port      int        `json:"port,omitempty" param:"port" doc:"only packets from or to this port, e.g. 4791 (RoCEv2); 0 for any"`
 	Peer      netip.Addr `json:"peer,omitzero" param:"peer" doc:"only packets from or to this IPv4 address"`
+	Skip      int        `json:"skip,omitempty" param:"skip" doc:"payload bytes left intact at its start (a transport header the NIC writes), even, 0 to 1024"`
 	Via       string     `json:"via,omitempty" param:"via" doc:"bpf (default: bit flip in the payload, checksum fixed) or netem (where sch_netem exists; checksum left wrong)"`
 }
 
@@ -64,14 +65,17 @@ func (f *Corrupt) Validate() error {
 	if f.Port < 0 || f.Port > 65535 {
 		return invalid("port %d: want 1 to 65535, or 0 for any", f.Port)
 	}
+	if f.Skip < 0 || f.Skip > 1024 || f.Skip%2 != 0 {
+		return invalid("skip %d: want an even number of bytes, 0 to 1024", f.Skip)
+	}
 	if f.Peer.IsValid() && !f.Peer.Is4() {
 		return invalid("peer %s: want an IPv4 address (the program matches IPv4 only)", f.Peer)
 	}
 	switch f.Via {
 	case "", "bpf":
 	case "netem":
-		if f.Direction != DirOut || f.Proto != "" && f.Proto != "any" || f.Port != 0 || f.Peer.IsValid() {
-			return invalid("via netem: netem corrupts every packet the NIC sends; it takes direction=out and no proto, port or peer")
+		if f.Direction != DirOut || f.Proto != "" && f.Proto != "any" || f.Port != 0 || f.Peer.IsValid() || f.Skip != 0 {
+			return invalid("via netem: netem corrupts every packet the NIC sends; it takes direction=out and no proto, port, peer or skip")
 		}
 	default:
 		return invalid("via %q: want bpf or netem", f.Via)
@@ -105,7 +109,7 @@ func (f *Corrupt) flip() bitFlip {
 	case "icmp":
 		b.Proto = unix.IPPROTO_ICMP
 	}
-	b.Port = uint16(f.Port)
+	b.Port, b.Skip = uint16(f.Port), uint16(f.Skip)
 	return b
 }
 
@@ -123,6 +127,9 @@ func (f *Corrupt) Command(Target) []string {
 	}
 	if f.Peer.IsValid() {
 		match = append(match, "host "+f.Peer.String())
+	}
+	if f.Skip != 0 {
+		match = append(match, fmt.Sprintf("(payload after its first %d bytes)", f.Skip))
 	}
 	what := "TCP/UDP/ICMP"
 	if len(match) > 0 {

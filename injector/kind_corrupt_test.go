@@ -31,8 +31,9 @@ func TestCorruptValidate(t *testing.T) {
 		{map[string]string{"nic": "rdma0", "percent": "1%", "peer": "fd00::1"}, "IPv4"},
 		{map[string]string{"nic": "rdma0", "percent": "1%", "peer": "10.0.0.300"}, "peer"},
 		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "netem"}, "direction=out"},
-		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "netem", "direction": "out", "port": "4791"}, "no proto, port or peer"},
+		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "netem", "direction": "out", "port": "4791"}, "no proto, port, peer or skip"},
 		{map[string]string{"nic": "rdma0", "percent": "1%", "via": "xdp"}, "via"},
+		{map[string]string{"nic": "rdma0", "percent": "1%", "skip": "23"}, "even"},
 		{map[string]string{"nic": "rdma0", "percent": "1%", "proto": "icmp", "port": "7"}, "ICMP has no ports"},
 	} {
 		_, err := reg.Parse("corrupt", tc.params)
@@ -50,6 +51,14 @@ func TestCorruptValidate(t *testing.T) {
 // a damaged one must differ from what was sent by exactly one bit.
 func (l *testLab) udpDamage(t *testing.T, from, to string, port, n int) (arrived, damaged int) {
 	t.Helper()
+	arrived, damaged, _ = l.udpDamageAt(t, from, to, port, n)
+	return arrived, damaged
+}
+
+// udpDamageAt is udpDamage that also returns the lowest damaged byte offset.
+func (l *testLab) udpDamageAt(t *testing.T, from, to string, port, n int) (arrived, damaged, first int) {
+	t.Helper()
+	first = 1 << 30
 	var rx, tx *net.UDPConn
 	if err := l.inNS(to, func() (err error) {
 		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
@@ -83,11 +92,16 @@ func (l *testLab) udpDamage(t *testing.T, from, to string, port, n int) (arrived
 		arrived++
 		if d := bitDiff(msg, buf[:k]); d == 1 {
 			damaged++
+			for i := range msg {
+				if msg[i] != buf[i] {
+					first = min(first, i)
+				}
+			}
 		} else if d != 0 {
 			t.Fatalf("datagram differs by %d bits, want 0 or 1", d)
 		}
 	}
-	return arrived, damaged
+	return arrived, damaged, first
 }
 
 // bitDiff counts the bits in which a and b differ (a length change counts as many).
@@ -170,6 +184,13 @@ func TestCorruptRoundTrip(t *testing.T) {
 				t.Errorf("UDP to another port: %d of 200 arrived, %d damaged; want all arrived, none damaged", a, d)
 			}
 		}},
+		// With all but the last word skipped, the flip lands in bytes 254-255.
+		{"skip", "n2", map[string]string{"nic": "rdma0", "percent": "100%", "proto": "udp", "skip": "254"}, func(t *testing.T) {
+			a, d, first := l.udpDamageAt(t, "n1", "n2", 5508, 100)
+			if a < 95 || d != a || first < 254 {
+				t.Errorf("UDP with skip 254: %d of 100 arrived, %d damaged, first damaged byte %d; want all damaged at 254 or later", a, d, first)
+			}
+		}},
 		{"udp share out", "n1", map[string]string{"nic": "rdma0", "percent": "30%", "proto": "udp", "direction": "out"}, func(t *testing.T) {
 			a, d := l.udpDamage(t, "n1", "n2", 5503, 1000)
 			t.Logf("30%%: %d of 1000 arrived, %d damaged", a, d)
@@ -212,6 +233,7 @@ func TestCorruptRoundTrip(t *testing.T) {
 			before := filters(t, tc.node)
 			roundTrip(t, l, in, tc.node, f, func(t *testing.T, e Entry) {
 				out := filters(t, tc.node)
+				t.Logf("tc filter show:\n%s", out)
 				mustContain(t, "tc filter show", out, "bpf", "name "+tcProgName, "direct-action")
 				if strings.Contains(strings.ToLower(out), "corrupt") {
 					t.Errorf("tc filter show names the fault:\n%s", out)

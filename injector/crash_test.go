@@ -66,6 +66,7 @@ func crashFaults() []struct {
 		{"nic-flap", map[string]string{"nic": "rdma0", "period": "200ms", "duty": "50%"}},
 		{"shm-small", map[string]string{"size": "1MiB"}},
 		{"congestion", map[string]string{"nic": "rdma0", "senders": "n2", "rate": "10mbit", "port": "5401"}},
+		{"corrupt", map[string]string{"nic": "rdma0", "percent": "5%", "direction": "both"}},
 	}
 }
 

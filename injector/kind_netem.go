@@ -8,9 +8,9 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Delay, Jitter and Corrupt need sch_netem, which not every kernel has (this
-// project's CI kernel lacks it). There is no honest substitute for delay, so
-// without netem they refuse with ErrUnsupported instead of approximating.
+// Delay and Jitter need sch_netem, which not every kernel has (this project's CI
+// kernel lacks it); without it they refuse with ErrUnsupported. Corrupt (see
+// kind_corrupt.go) uses netem only when asked to (via=netem).
 
 // Delay adds latency (and optionally jitter) to what a NIC sends (netem, root c2:).
 type Delay struct {
@@ -26,16 +26,9 @@ type Jitter struct {
 	Delay  Duration `json:"delay" param:"delay" doc:"base delay (default: the jitter), at least the jitter"`
 }
 
-// Corrupt flips a random bit in a share of the packets a NIC sends (netem).
-type Corrupt struct {
-	NIC     string  `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
-	Percent Percent `json:"percent" param:"percent,required" doc:"share of packets corrupted, 0.01% to 100%"`
-}
-
 var (
 	_ Fault = (*Delay)(nil)
 	_ Fault = (*Jitter)(nil)
-	_ Fault = (*Corrupt)(nil)
 )
 
 // DelayKind registers delay.
@@ -50,20 +43,11 @@ func JitterKind() Kind {
 		New: func() Fault { return &Jitter{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
 }
 
-// CorruptKind registers corrupt.
-func CorruptKind() Kind {
-	return Kind{Name: "corrupt", Summary: "corrupt a share of a NIC's packets (needs sch_netem)", Needs: []Feature{NeedNetem},
-		New: func() Fault { return &Corrupt{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
-}
-
 // Kind implements Fault.
 func (f *Delay) Kind() string { return "delay" }
 
 // Kind implements Fault.
 func (f *Jitter) Kind() string { return "jitter" }
-
-// Kind implements Fault.
-func (f *Corrupt) Kind() string { return "corrupt" }
 
 func checkDelay(what string, d Duration) error {
 	if v := time.Duration(d); v < 10*time.Microsecond || v > 10*time.Second {
@@ -100,23 +84,10 @@ func (f *Jitter) Validate() error {
 	return nil
 }
 
-// Validate implements Fault.
-func (f *Corrupt) Validate() error {
-	if err := ValidNIC(f.NIC); err != nil {
-		return err
-	}
-	if f.Percent < 1 || f.Percent > 10000 {
-		return invalid("percent %s: want 0.01%% to 100%%", f.Percent)
-	}
-	return nil
-}
-
-func (f *Delay) nics() []string     { return []string{f.NIC} }
-func (f *Jitter) nics() []string    { return []string{f.NIC} }
-func (f *Corrupt) nics() []string   { return []string{f.NIC} }
-func (f *Delay) claims() []string   { return []string{"qdisc-root:" + f.NIC} }
-func (f *Jitter) claims() []string  { return []string{"qdisc-root:" + f.NIC} }
-func (f *Corrupt) claims() []string { return []string{"qdisc-root:" + f.NIC} }
+func (f *Delay) nics() []string    { return []string{f.NIC} }
+func (f *Jitter) nics() []string   { return []string{f.NIC} }
+func (f *Delay) claims() []string  { return []string{"qdisc-root:" + f.NIC} }
+func (f *Jitter) claims() []string { return []string{"qdisc-root:" + f.NIC} }
 
 func (f *Jitter) base() Duration {
 	if f.Delay == 0 {
@@ -143,9 +114,6 @@ func (f *Jitter) Command(Target) []string {
 	return netemCommand(f.NIC, "delay "+usec(f.base())+" "+usec(f.Jitter))
 }
 
-// Command implements Fault.
-func (f *Corrupt) Command(Target) []string { return netemCommand(f.NIC, "corrupt "+f.Percent.String()) }
-
 func usec(d Duration) string { return fmt.Sprintf("%dus", time.Duration(d).Microseconds()) }
 
 // Apply implements Fault.
@@ -158,11 +126,6 @@ func (f *Delay) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 func (f *Jitter) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
 		Latency: uint32(time.Duration(f.base()).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
-}
-
-// Apply implements Fault.
-func (f *Corrupt) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{CorruptProb: float32(f.Percent) / 100})
 }
 
 // applyNetem puts a netem qdisc at the root of nic (handle c2:); its undo is

@@ -19,7 +19,7 @@ func TestNetemKinds(t *testing.T) {
 	}{
 		{"delay", map[string]string{"nic": "rdma0", "delay": "20ms"}, "delay 20ms"},
 		{"jitter", map[string]string{"nic": "rdma0", "jitter": "5ms", "delay": "10ms"}, "delay 10ms  5ms"},
-		{"corrupt", map[string]string{"nic": "rdma0", "percent": "1%"}, "corrupt 1%"},
+		{"corrupt", map[string]string{"nic": "rdma0", "percent": "1%", "via": "netem", "direction": "out"}, "corrupt 1%"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {

@@ -60,7 +60,7 @@ func (f Features) Has(need Feature) error {
 		}
 	case NeedNetem:
 		if !f.Netem {
-			return miss("this kernel has no sch_netem, so delay, jitter and corruption cannot be emulated here; the lab needs a host whose kernel has CONFIG_NET_SCH_NETEM")
+			return miss("this kernel has no sch_netem, so delay and jitter cannot be emulated here (corrupt uses tc BPF); the lab needs a host whose kernel has CONFIG_NET_SCH_NETEM")
 		}
 	case NeedIFB:
 		if !f.IFB || !f.Mirred {

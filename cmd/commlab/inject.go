@@ -193,6 +193,7 @@ func faultListKinds(cmd *cobra.Command, reg *injector.Registry, asJS bool) error
 		Params    []injector.Param `json:"params"`
 		Supported *bool            `json:"supported,omitempty"`
 		Missing   string           `json:"missing,omitempty"`
+		Mechanism string           `json:"mechanism,omitempty"`
 	}
 	var infos []kindInfo
 	for _, k := range reg.Kinds() {
@@ -207,6 +208,7 @@ func faultListKinds(cmd *cobra.Command, reg *injector.Registry, asJS bool) error
 				}
 			}
 			ki.Supported = &ok
+			ki.Mechanism = injector.Mechanism(k.Name, *feats)
 		}
 		infos = append(infos, ki)
 	}
@@ -222,6 +224,9 @@ func faultListKinds(cmd *cobra.Command, reg *injector.Registry, asJS bool) error
 			}
 		}
 		fmt.Fprintf(out, "%s: %s\n  %s\n", ki.Name, ki.Summary, state)
+		if ki.Mechanism != "" {
+			fmt.Fprintf(out, "  mechanism here: %s\n", ki.Mechanism)
+		}
 		for _, p := range ki.Params {
 			extra := ""
 			if p.Required {

@@ -1,0 +1,35 @@
+package injector
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMechanism: every built-in kind says how it is applied, and what a host
+// lacks shows as "none here" rather than a mechanism it does not have.
+func TestMechanism(t *testing.T) {
+	bare := Features{}
+	full := Features{TBF: true, Netem: true, Mirred: true, Nftables: true, NftEgress: true, Cgroup: "v2"}
+	for _, k := range Builtin() {
+		if m := Mechanism(k.Name, full); m == "" || strings.HasPrefix(m, "none here") && k.Name != "corrupt" {
+			t.Errorf("%s on a full host: %q", k.Name, m)
+		}
+	}
+	for _, tc := range []struct{ kind, want string }{
+		{"delay", "none here: needs sch_netem"},
+		{"loss", "none here: needs nftables"},
+		{"nic-rate", "none here: needs sch_tbf"},
+		{"cpu-squeeze", "none here: no cgroup"},
+	} {
+		if m := Mechanism(tc.kind, bare); !strings.Contains(m, tc.want) {
+			t.Errorf("%s on a bare host: %q, want %q", tc.kind, m, tc.want)
+		}
+	}
+	if os.Geteuid() == 0 {
+		m := Mechanism("corrupt", bare)
+		if (TCBPF() == nil) != strings.HasPrefix(m, "tc BPF at clsact") {
+			t.Errorf("corrupt: %q with TCBPF() = %v", m, TCBPF())
+		}
+	}
+}

@@ -87,7 +87,8 @@ type Capabilities struct {
 	IntraNodeFabric bool `json:"intra_node_fabric"`
 	// Shaping says whether link rates are enforced (tbf/htb present).
 	Shaping bool `json:"shaping"`
-	// Netem says whether sch_netem is available (delay, jitter, corruption).
+	// Netem says whether sch_netem is available (delay and jitter; corruption also
+	// works without it, through a tc BPF program).
 	Netem bool `json:"netem"`
 	// NFTables says whether nftables works inside the nodes (loss, port blocks).
 	NFTables bool `json:"nftables"`
@@ -126,7 +127,7 @@ func (c Capabilities) Check(n Need) error {
 	}{
 		{n.RDMA, c.RDMA, "RDMA devices"},
 		{n.IntraNodeFabric, c.IntraNodeFabric, "an intra-node fabric"},
-		{n.Netem, c.Netem, "sch_netem (delay/jitter/corruption)"},
+		{n.Netem, c.Netem, "sch_netem (delay/jitter)"},
 		{n.NFTables, c.NFTables, "nftables"},
 		{n.Shell, c.Shell, "learner shells"},
 	} {

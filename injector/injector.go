@@ -93,6 +93,14 @@ func (in *Injector) Features(ctx context.Context) Features {
 // Supports reports whether this host can apply faults of kind: nil, or an
 // ErrUnsupported error saying what is missing (e.g. "this kernel has no
 // sch_netem"), so a lab can refuse to start instead of failing halfway.
+// ChangesLogin reports whether kind changes what a login shell starts with, so a
+// learner's shell must open after it is applied (an unknown kind: false).
+func (in *Injector) ChangesLogin(kind string) bool {
+	k, err := in.reg.Kind(kind)
+	return err == nil && k.Login
+}
+
+// Supports says, without applying anything, whether this host can apply kind.
 func (in *Injector) Supports(ctx context.Context, kind string) error {
 	k, err := in.reg.Kind(kind)
 	if err != nil {

@@ -27,7 +27,8 @@ var _ Fault = (*EnvForce)(nil)
 // EnvForceKind registers env-force.
 func EnvForceKind() Kind {
 	return Kind{Name: "env-force", Summary: "force environment variables on the node's workloads (profile.d, job env, container env)",
-		New: func() Fault { return &EnvForce{Where: "profile.d", File: "nccl.sh"} }, NewUndo: func() Undo { return &fileUndo{} }}
+		Login: true,
+		New:   func() Fault { return &EnvForce{Where: "profile.d", File: "nccl.sh"} }, NewUndo: func() Undo { return &fileUndo{} }}
 }
 
 // Kind implements Fault.

@@ -82,6 +82,9 @@ type Kind struct {
 	// Hardware marks a kind that changes real hardware state (a PCIe link): Apply
 	// refuses it unless Options.AllowHardware is set by the operator.
 	Hardware bool
+	// Login marks a kind that changes what a login shell starts with (a profile.d
+	// script): shells opened before it is applied would not show it.
+	Login bool
 	// New returns a fault with its defaults set.
 	New func() Fault
 	// NewUndo returns an empty undo of this kind, for decoding the journal.

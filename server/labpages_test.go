@@ -53,6 +53,7 @@ func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, pa
 }
 func (h *fakeHost) Revert(ctx context.Context, id string) error     { return nil }
 func (h *fakeHost) Supports(ctx context.Context, kind string) error { return nil }
+func (h *fakeHost) ChangesLogin(kind string) bool                   { return false }
 func (e *fakeEnv) ID() string                                       { return "fake" }
 func (e *fakeEnv) Nodes() []string                                  { return e.nodes }
 func (e *fakeEnv) Target(string) injector.Target                    { return injector.Target{} }

@@ -167,6 +167,9 @@ func (f Faults) Apply(ctx context.Context, t injector.Target, kind string, param
 // Revert implements session.Faults.
 func (f Faults) Revert(ctx context.Context, id string) error { return f.In.Revert(ctx, id) }
 
+// ChangesLogin implements session.Faults.
+func (f Faults) ChangesLogin(kind string) bool { return f.In.ChangesLogin(kind) }
+
 // Supports implements session.Faults.
 func (f Faults) Supports(ctx context.Context, kind string) error { return f.In.Supports(ctx, kind) }
 

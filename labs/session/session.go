@@ -73,6 +73,9 @@ type Faults interface {
 	Revert(ctx context.Context, id string) error
 	// Supports says, without applying anything, whether this host can apply kind.
 	Supports(ctx context.Context, kind string) error
+	// ChangesLogin says whether kind changes what a login shell starts with (a
+	// profile.d script): the learner's shells then open after the faults.
+	ChangesLogin(kind string) bool
 }
 
 // State is where a lab is in its life.
@@ -235,16 +238,31 @@ func (l *Lab) run() {
 	l.env = env
 	l.mu.Unlock()
 
-	l.setStep(2, StepShells)
-	for _, node := range l.terminalNodes() {
-		t, err := openTerminal(ctx, env, node, l.recordingPath(node), l.log)
-		if err != nil {
-			l.fail(fmt.Errorf("open a shell on %s: %w", node, err))
-			return
+	faults, err := l.Variant.Faults()
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	// Shells open at once, so the learner works while the baseline runs, unless a
+	// fault changes what a login shell starts with: shells opened before it would
+	// not show it, so they open once the faults are in.
+	late := slices.ContainsFunc(faults, func(f scenarios.Fault) bool { return l.cfg.Faults.ChangesLogin(f.Kind) })
+	openShells := func() bool {
+		l.setStep(2, StepShells)
+		for _, node := range l.terminalNodes() {
+			t, err := openTerminal(ctx, env, node, l.recordingPath(node), l.log)
+			if err != nil {
+				l.fail(fmt.Errorf("open a shell on %s: %w", node, err))
+				return false
+			}
+			l.mu.Lock()
+			l.terminals[node] = t
+			l.mu.Unlock()
 		}
-		l.mu.Lock()
-		l.terminals[node] = t
-		l.mu.Unlock()
+		return true
+	}
+	if !late && !openShells() {
+		return
 	}
 
 	// The chart gets a real healthy window before the fault; a lab with a fix to
@@ -269,11 +287,6 @@ func (l *Lab) run() {
 	}
 
 	l.setStep(4, StepInject)
-	faults, err := l.Variant.Faults()
-	if err != nil {
-		l.fail(err)
-		return
-	}
 	for _, f := range faults {
 		ttl := f.TTL
 		if ttl == 0 || ttl > time.Until(l.Expires) {
@@ -290,6 +303,9 @@ func (l *Lab) run() {
 		l.mu.Unlock()
 	}
 	l.samples.event(FaultEvent)
+	if late && !openShells() {
+		return
+	}
 	l.mu.Lock()
 	if l.state == Starting {
 		l.state = Ready

@@ -61,6 +61,9 @@ type fakeHost struct {
 	workload    func(ctx context.Context, n int) (float64, error)
 	runs        int
 	unsupported string
+	// login makes every fault kind change the login environment; the host then
+	// also notes each shell opened.
+	login bool
 }
 
 func (h *fakeHost) note(s string) {
@@ -100,6 +103,8 @@ func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, pa
 
 func (h *fakeHost) Revert(ctx context.Context, id string) error { h.note("revert " + id); return nil }
 
+func (h *fakeHost) ChangesLogin(kind string) bool { return h.login }
+
 func (h *fakeHost) Supports(ctx context.Context, kind string) error {
 	if kind == h.unsupported {
 		return fmt.Errorf("%s: this kernel has no sch_netem", kind)
@@ -113,6 +118,9 @@ func (e fakeEnv) ID() string                         { return "fake1" }
 func (e fakeEnv) Nodes() []string                    { return []string{"node1", "node2"} }
 func (e fakeEnv) Target(node string) injector.Target { return injector.Target{} }
 func (e fakeEnv) Shell(ctx context.Context, node, rc string) (PTY, error) {
+	if e.h.login {
+		e.h.note("shell " + node)
+	}
 	r, w := io.Pipe()
 	return &fakePTY{r: r, w: w}, nil
 }
@@ -220,6 +228,8 @@ func TestLifecycle(t *testing.T) {
 				waitFor(t, l, func(s Status) bool { return s.Step == StepBaseline })
 				l.Stop()
 			}, want: Stopped, events: []string{"up", "down"}},
+		{name: "login faults: shells open after them", host: &fakeHost{workload: healthyThenFaulted, login: true}, ttl: 300 * time.Millisecond,
+			want: Expired, events: []string{"up", "apply f1", "apply f2", "shell node1", "shell node2", "revert f2", "revert f1", "down"}},
 		{name: "TTL", host: &fakeHost{workload: healthyThenFaulted}, ttl: 300 * time.Millisecond,
 			want: Expired, events: []string{"up", "apply f1", "apply f2", "revert f2", "revert f1", "down"}},
 		{name: "submitted", host: &fakeHost{workload: healthyThenFaulted},

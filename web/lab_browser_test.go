@@ -230,6 +230,10 @@ func TestBrowserLab(t *testing.T) {
 	if strings.Contains(body, "rate "+rate+"Mbit") || strings.Contains(body, "注入器在") {
 		t.Error("the lab page shows the answer before grading")
 	}
+	// Terminals open before the fault; the learner's evidence is read once it is in.
+	for deadline := time.Now().Add(3 * time.Minute); !l.Status().Confirmed && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
 	typeIn(ctx, t, node, "tc -s qdisc show dev rdma0", "rate "+rate+"Mbit")
 	screenshot(ctx, t, "lab1-terminal")
 

@@ -33,9 +33,15 @@ func (l *Lab) measure(ctx context.Context) (float64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err // cancelled while waiting for the links
 	}
+	l.mu.Lock()
+	env := l.env
+	l.mu.Unlock()
+	if env == nil {
+		return 0, context.Canceled // the lab ended while this run waited for the links
+	}
 	mctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	bw, err := l.env.Workload(mctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
+	bw, err := env.Workload(mctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
 	if err != nil && ctx.Err() != nil {
 		return 0, ctx.Err()
 	}

@@ -469,3 +469,20 @@ func TestRemeasureBounded(t *testing.T) {
 	}
 	ended(t, l)
 }
+
+// TestMeasureAfterEnd: a chart run that waited for the links while the lab ended
+// finds no environment; it stops instead of reaching into a torn-down sandbox.
+func TestMeasureAfterEnd(t *testing.T) {
+	h := &fakeHost{workload: healthyThenFaulted}
+	l := startLab(t, h, time.Hour)
+	waitFor(t, l, func(st Status) bool { return st.State == Ready })
+	l.Stop()
+	ended(t, l)
+	runs := h.runs
+	if _, err := l.measure(context.Background()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("measure after the lab ended: err = %v, want context.Canceled", err)
+	}
+	if h.runs != runs {
+		t.Errorf("measure after the lab ended ran the workload (%d runs, want %d)", h.runs, runs)
+	}
+}

@@ -27,6 +27,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"all_reduce", "--hosts", "node1:x"}, "node1:x"},
 		{[]string{"all_reduce", "--frobnicate"}, "frobnicate"},
 		{[]string{"all_reduce", "reduce"}, "one collective"},
+		{[]string{"all_reduce", "--train", "-3"}, "--train -3"},
+		{[]string{"all_reduce", "--train", "20000"}, "--train 20000"},
 	} {
 		if _, _, err := ParseArgs(tt.argv); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseArgs(%q) = %v, want an error mentioning %q", tt.argv, err, tt.want)

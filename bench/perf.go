@@ -40,6 +40,7 @@ type Options struct {
 	NThreads   int        `json:"nthreads"`    // -t
 	NGpus      int        `json:"ngpus"`       // -g
 	Trace      string     `json:"trace,omitempty"`
+	Train      int        `json:"train,omitempty"` // training steps before the sweep (train.go)
 	Hosts      []HostSpec `json:"hosts,omitempty"`
 }
 
@@ -87,6 +88,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("-a %d: want 0 (rank 0), 1 (average), 2 (min) or 3 (max)", o.Average)
 	case o.NThreads < 1 || o.NGpus < 1:
 		return fmt.Errorf("-t %d -g %d: both must be at least 1", o.NThreads, o.NGpus)
+	case o.Train < 0 || o.Train > 10000:
+		return fmt.Errorf("--train %d: want 0 (none) to 10000 steps", o.Train)
 	case o.MaxBytes > 4<<30:
 		return fmt.Errorf("-e %d: at most 4G per rank in the emulation", o.MaxBytes)
 	}
@@ -287,6 +290,11 @@ func RunRank(ctx context.Context, o Options, re RankEnv, stdout io.Writer) (err 
 	}
 	defer comm.Close()
 	b := &benchRun{o: o, comm: comm, rec: rec, out: stdout, seed: id.Magic}
+	if o.Train > 0 {
+		if _, err := b.train(ctx, o.Train); err != nil {
+			return err
+		}
+	}
 	if err := b.sweep(ctx); err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ var wrongDataByte = regexp.MustCompile(`wrong data byte #\d+ should be 0x[0-9a-f
 // TestLabCh12SilentCorruption runs chapter 12's silent-corruption lab with a scripted
 // learner: one node's NIC on one rail flips payload bits of a few percent of what it
 // receives, checksums fixed. The learner reads the failed result check (#wrong) in
-// train.log, pings with a data pattern through the bad link (wrong data byte) and
+// train.log and the training loss gone inf/nan before it, pings with a data pattern through the bad link (wrong data byte) and
 // through a healthy one (clean), confirms the tc filter on the node, and removes it.
 // The lab's self-test (the -c 1 workload must fail) proves the corruption reached the
 // results before anything here runs.
@@ -24,6 +24,8 @@ func TestLabCh12SilentCorruption(t *testing.T) {
 		a, b := healthy[0], healthy[1]
 
 		wrong := lr.pollEvidence(a, "grep -e '#wrong' -A3 -e 'Out of bounds' train.log", 30, 2*time.Second)
+		// The training before the benchmark diverged: a flipped exponent bit in the summed gradient.
+		diverged := lr.pollEvidence(a, "grep -m3 -E 'loss (nan|-?inf)|loss [0-9.]+e[+]' train.log", 30, 2*time.Second)
 		ping := func(from, to, via string) ref {
 			return lr.run(from, "ping -c 300 -i 0.01 -s 1400 -p a5 "+lr.addr(to, via))
 		}
@@ -46,7 +48,7 @@ func TestLabCh12SilentCorruption(t *testing.T) {
 		decoy := lr.run(node, "ip -s link show dev "+nic)
 		return verdicts{
 			right:     answer{"link-corruption", loc{"node": node, "nic": nic}},
-			counts:    []ref{wrong, bad, filter},
+			counts:    []ref{wrong, diverged, bad, filter},
 			countsNot: []ref{good, otherNIC, decoy},
 			// The wrong node, the right node's other rail, or "loss" instead of corruption fails.
 			wrongAt:    []loc{{"node": a, "nic": nic}, {"node": node, "nic": otherRail[nic]}},

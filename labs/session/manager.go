@@ -50,6 +50,11 @@ func (m *Manager) Check(s *scenarios.Scenario) error {
 // Start starts a lab for a learner, unless they have too many running or this host
 // cannot run its environment.
 func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
+	return m.StartTTL(learner, v, 0)
+}
+
+// StartTTL is Start with a lab TTL of its own (a workshop's); 0 keeps the manager's.
+func (m *Manager) StartTTL(learner int64, v *scenarios.Variant, ttl time.Duration) (*Lab, error) {
 	if err := m.Check(v.Scenario); err != nil {
 		return nil, err
 	}
@@ -64,7 +69,11 @@ func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
 	if running >= m.PerLearner {
 		return nil, ErrBusy
 	}
-	l := Start(m.ctx, m.cfg, learner, v)
+	cfg := m.cfg
+	if ttl > 0 {
+		cfg.TTL = ttl
+	}
+	l := Start(m.ctx, cfg, learner, v)
 	m.labs[l.ID] = l
 	go m.forget(l)
 	return l, nil

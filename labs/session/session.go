@@ -515,6 +515,46 @@ func (l *Lab) Revealed() bool {
 	return l.revealed || (l.result != nil && l.result.Passed)
 }
 
+// ErrNotRunning is returned for a fault added to a lab that is not ready.
+var ErrNotRunning = errors.New("the lab is not running")
+
+// Inject adds a fault to a ready lab (an instructor's extra fault), journaled and
+// reverted with the lab's own. It returns the equivalent shell command, which, like
+// the scenario's faults, is shown to the learner only in the debrief.
+func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
+	l.mu.Lock()
+	env, state := l.env, l.state
+	l.mu.Unlock()
+	if env == nil || state != Ready {
+		return "", ErrNotRunning
+	}
+	if !slices.Contains(env.Nodes(), f.Node) {
+		return "", fmt.Errorf("no node %q in this lab", f.Node)
+	}
+	ttl := time.Until(l.Expires)
+	if f.TTL > 0 && f.TTL < ttl {
+		ttl = f.TTL
+	}
+	id, cmd, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
+	if err != nil {
+		return "", fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.env == nil {
+		// The lab ended while the fault went in: its teardown has passed, revert here.
+		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = l.cfg.Faults.Revert(rctx, id)
+		return "", ErrNotRunning
+	}
+	l.faultIDs = append(l.faultIDs, id)
+	l.injected = append(l.injected, f.Node+": "+cmd)
+	l.samples.event(FaultEvent)
+	l.log.Info("extra fault", "fault", id)
+	return f.Node + ": " + cmd, nil
+}
+
 // GiveUp ends the lab if it still runs and reveals the debrief.
 func (l *Lab) GiveUp() {
 	l.mu.Lock()

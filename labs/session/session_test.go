@@ -249,6 +249,22 @@ func TestLifecycle(t *testing.T) {
 					t.Errorf("the check is not costed: %+v", res.Criteria)
 				}
 			}, want: Done, events: []string{"up", "apply f1", "apply f2", "revert f2", "revert f1", "down"}},
+		{name: "extra fault, reverted first", host: &fakeHost{workload: healthyThenFaulted},
+			act: func(t *testing.T, l *Lab) {
+				waitFor(t, l, func(s Status) bool { return s.Confirmed })
+				if _, err := l.Inject(context.Background(), scenarios.Fault{Kind: "loss", Node: "node9"}); err == nil {
+					t.Error("a fault on a node the lab lacks went in")
+				}
+				cmd, err := l.Inject(context.Background(), scenarios.Fault{Kind: "loss", Node: "node1", Params: map[string]string{"nic": "rdma0"}})
+				if err != nil || !strings.HasPrefix(cmd, "node1: ") || len(l.Injected()) != 3 {
+					t.Fatalf("Inject = %q, %v; injected %q", cmd, err, l.Injected())
+				}
+				l.Stop()
+				ended(t, l)
+				if _, err := l.Inject(context.Background(), scenarios.Fault{Kind: "loss", Node: "node1"}); !errors.Is(err, ErrNotRunning) {
+					t.Errorf("inject into an ended lab: %v", err)
+				}
+			}, want: Stopped, events: []string{"up", "apply f1", "apply f2", "apply f3", "revert f3", "revert f2", "revert f1", "down"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

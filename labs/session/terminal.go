@@ -164,3 +164,19 @@ func (t *Terminal) Close() {
 func (l *Lab) recordingPath(node string) string {
 	return filepath.Join(l.cfg.DataDir, "recordings", l.ID, node+".cast")
 }
+
+// LastInput is when the learner last typed in any of the lab's terminals (the
+// lab's start before that).
+func (l *Lab) LastInput() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := l.Started
+	for _, t := range l.terminals {
+		t.mu.Lock()
+		if t.lastInput.After(last) {
+			last = t.lastInput
+		}
+		t.mu.Unlock()
+	}
+	return last
+}

@@ -292,9 +292,14 @@ func (s *Server) labPage(c *gin.Context) {
 		d.Debrief, _ = course.Markdown(l.Variant.Debrief())
 		d.Injected = l.Injected()
 	}
-	// xterm.js themes its terminal with a <style> element it creates.
-	c.Header("Content-Security-Policy", strings.Replace(csp, "style-src 'self'", "style-src 'self' 'unsafe-inline'", 1))
+	c.Header("Content-Security-Policy", labCSP())
 	s.renderPage(c, http.StatusOK, "lab", sc.Title, d)
+}
+
+// labCSP is the policy of pages with terminals: xterm.js themes its terminal with a
+// <style> element it creates.
+func labCSP() string {
+	return strings.Replace(csp, "style-src 'self'", "style-src 'self' 'unsafe-inline'", 1)
 }
 
 // whereFields are the location fields the scenario's diagnosis has, in a fixed order:

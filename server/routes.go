@@ -49,6 +49,7 @@ func (s *Server) routes() *gin.Engine {
 	s.explainRoutes(r)
 	s.certRoutes(r)
 	s.examRoutes(r)
+	s.workshopRoutes(r)
 
 	r.GET("/login", s.anonOnly, s.loginPage)
 	r.POST("/login", s.login)

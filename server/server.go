@@ -82,6 +82,8 @@ type Deps struct {
 type Labs interface {
 	Check(s *scenarios.Scenario) error
 	Start(learner int64, v *scenarios.Variant) (*session.Lab, error)
+	// StartTTL starts a lab with a TTL of its own (a workshop's).
+	StartTTL(learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error)
 	Get(learner int64, id string) (*session.Lab, error)
 	Current(learner int64) (*session.Lab, bool)
 }
@@ -106,6 +108,7 @@ type Server struct {
 	router  *gin.Engine
 	ca      *authority
 	exams   *exam.Set
+	live    *liveHub
 }
 
 // New builds a server.
@@ -141,6 +144,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		metrics: newMetrics(),
 		ca:      newAuthority(d.CertKey, d.Store),
 		exams:   d.Exams,
+		live:    newLiveHub(),
 	}
 	s.router = s.routes()
 	return s, nil

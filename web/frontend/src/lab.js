@@ -13,11 +13,14 @@ import "./lab.css";
 
 const page = document.querySelector("[data-lab-session]");
 if (page) start(page);
+// An instructor watching a learner: the same terminals, read-only.
+const watch = document.querySelector("[data-watch]");
+if (watch) document.querySelectorAll("[data-terminal]").forEach((el) => terminal(el, watch.dataset.watch, true));
 
 function start(page) {
   const session = page.dataset.labSession;
   const running = page.dataset.running === "true";
-  const terms = [...document.querySelectorAll("[data-terminal]")].map((el) => terminal(el, session));
+  const terms = [...document.querySelectorAll("[data-terminal]")].map((el) => terminal(el, `/lab/${session}`));
   terminalTools(terms);
   const chartEl = document.querySelector("#busbw-chart");
   if (chartEl) chart(chartEl, session, running);
@@ -44,13 +47,14 @@ const fontKey = "commlab.termfont";
 const minCols = 80; // narrower screens scroll the terminal sideways instead
 
 // terminal connects an xterm.js terminal to a node's shell and reconnects after a blip;
-// the server replays the scrollback on every connect, so the screen is rebuilt.
-function terminal(el, session) {
+// the server replays the scrollback on every connect, so the screen is rebuilt. base is
+// the path the terminal's socket hangs under; a read-only terminal sends nothing.
+function terminal(el, base, readonly = false) {
   const node = el.dataset.terminal;
   const box = el.closest(".term-box");
   const status = box?.querySelector(".term-status");
   const term = new Terminal({
-    cursorBlink: true, fontSize: Number(localStorage.getItem(fontKey)) || 14, scrollback: 5000, convertEol: false,
+    cursorBlink: !readonly, disableStdin: readonly, fontSize: Number(localStorage.getItem(fontKey)) || 14, scrollback: 5000, convertEol: false,
     screenReaderMode: localStorage.getItem("commlab.sr") === "1",
     fontFamily: '"JetBrains Mono", Menlo, Consolas, "Liberation Mono", "Noto Sans Mono CJK SC", monospace',
   });
@@ -65,10 +69,10 @@ function terminal(el, session) {
   el.commlabTerm = term; // for tests and the screen-reader switch
   let ws = null, backoff = 500, closedByServer = false;
   const setStatus = (s, cls) => { if (status) { status.textContent = s; status.className = "term-status " + (cls || ""); } };
-  const send = (obj) => { if (ws && ws.readyState === 1) ws.send(JSON.stringify(obj)); };
+  const send = (obj) => { if (!readonly && ws && ws.readyState === 1) ws.send(JSON.stringify(obj)); };
   const connect = () => {
     setStatus(el.dataset.connecting, "wait");
-    ws = new WebSocket(wsURL(`/lab/${session}/term/${encodeURIComponent(node)}/ws`));
+    ws = new WebSocket(wsURL(`${base}/term/${encodeURIComponent(node)}/ws`));
     ws.binaryType = "arraybuffer";
     el.commlabWS = ws; // tests drop it to check reconnects
     ws.onopen = () => {
@@ -94,7 +98,7 @@ function terminal(el, session) {
     };
   };
   const enc = new TextEncoder();
-  term.onData((d) => { if (ws && ws.readyState === 1) ws.send(enc.encode(d)); });
+  term.onData((d) => { if (!readonly && ws && ws.readyState === 1) ws.send(enc.encode(d)); });
   term.onResize(({ cols, rows }) => send({ type: "resize", cols, rows }));
   new ResizeObserver(refit).observe(el);
   connect();

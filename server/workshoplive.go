@@ -1,0 +1,404 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/server/store"
+	"github.com/commlab/commlab/web"
+)
+
+// The live views of a workshop: the instructor's dashboard (learners × labs) and the
+// learner's timeline, each a websocket that sends a fresh snapshot when the journal
+// changes or, for lab states that change on their own, every liveTick, and only when
+// the snapshot differs from the last one sent.
+
+const (
+	liveTick = 2 * time.Second
+	// stuckAfter: a learner with a running lab who typed nothing for this long is
+	// highlighted.
+	stuckAfter = 5 * time.Minute
+	// lastCommands is how many of a learner's latest commands the dashboard shows.
+	lastCommands = 3
+	// wsLiveReadLimit bounds a frame from a live view, which reads only to notice
+	// the browser leaving.
+	wsLiveReadLimit = 512
+)
+
+// liveHub wakes a workshop's live views when its journal changes.
+type liveHub struct {
+	mu   sync.Mutex
+	wake map[int64]chan struct{}
+}
+
+func newLiveHub() *liveHub { return &liveHub{wake: map[int64]chan struct{}{}} }
+
+// wait returns a channel closed at the workshop's next change.
+func (h *liveHub) wait(id int64) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch, ok := h.wake[id]
+	if !ok {
+		ch = make(chan struct{})
+		h.wake[id] = ch
+	}
+	return ch
+}
+
+func (h *liveHub) changed(id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch, ok := h.wake[id]; ok {
+		close(ch)
+		delete(h.wake, id)
+	}
+}
+
+// serveLive streams snapshot() over a websocket until the browser leaves.
+func (s *Server) serveLive(c *gin.Context, id int64, snapshot func(ctx context.Context) (any, error)) {
+	ws, err := upgradeWS(c, wsLiveReadLimit)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	ctx := c.Request.Context()
+	tick := time.NewTicker(liveTick)
+	defer tick.Stop()
+	var last []byte
+	for {
+		wake := s.live.wait(id)
+		v, err := snapshot(ctx)
+		if err != nil {
+			s.log.Warn("workshop live view", "workshop", id, "err", err)
+			return
+		}
+		b, _ := json.Marshal(v)
+		if !bytes.Equal(b, last) {
+			_ = ws.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+			if ws.WriteMessage(websocket.TextMessage, b) != nil {
+				return
+			}
+			last = b
+		}
+		select {
+		case <-gone:
+			return
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// learnerLive is what a learner's workshop page receives.
+type learnerLive struct {
+	Opened   int             `json:"opened"`
+	Ended    bool            `json:"ended"`
+	Timeline []timelineEntry `json:"timeline"`
+}
+
+func (s *Server) workshopLearnerWS(c *gin.Context) {
+	w0, u, lang := workshopOf(c), userOf(c), langOf(c)
+	s.serveLive(c, w0.ID, func(ctx context.Context) (any, error) {
+		w, err := s.workshopDB().Workshop(ctx, w0.ID)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := s.workshopDB().WorkshopEvents(ctx, w.ID, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		return learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}, nil
+	})
+}
+
+// dashboard is the instructor's snapshot.
+type dashboard struct {
+	Opened   int             `json:"opened"`
+	Ended    bool            `json:"ended"`
+	Labs     []dashLab       `json:"labs"`
+	Learners []dashLearner   `json:"learners"`
+	Timeline []timelineEntry `json:"timeline"`
+}
+
+type dashLab struct {
+	ID    string   `json:"id"`
+	Title string   `json:"title"`
+	Open  bool     `json:"open"`
+	Kinds []string `json:"kinds"`
+}
+
+type dashLearner struct {
+	ID    int64      `json:"id"`
+	Name  string     `json:"name"`
+	Cells []dashCell `json:"cells"`
+	// Running is the index of the lab running now, -1 if none; Nodes are its nodes.
+	Running int      `json:"running"`
+	Nodes   []string `json:"nodes,omitempty"`
+	// Idle is the seconds since the learner last typed, -1 without a running lab.
+	Idle     int      `json:"idle"`
+	IdleText string   `json:"idle_text"`
+	Stuck    bool     `json:"stuck"`
+	Commands []string `json:"commands"`
+}
+
+type dashCell struct {
+	State string `json:"state"` // notstarted, starting, working, answered, passed, failed
+	Text  string `json:"text"`
+	Score string `json:"score,omitempty"`
+	Hints int    `json:"hints"`
+}
+
+func (s *Server) workshopDashboardWS(c *gin.Context) {
+	w0, lang := workshopOf(c), langOf(c)
+	cmds := &commandCache{}
+	s.serveLive(c, w0.ID, func(ctx context.Context) (any, error) {
+		w, err := s.workshopDB().Workshop(ctx, w0.ID)
+		if err != nil {
+			return nil, err
+		}
+		return s.dashboard(ctx, w, lang, cmds, time.Now())
+	})
+}
+
+func (s *Server) dashboard(ctx context.Context, w *store.Workshop, lang string, cmds *commandCache, now time.Time) (*dashboard, error) {
+	db := s.workshopDB()
+	members, err := db.Members(ctx, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	names, err := s.userNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := db.WorkshopEvents(ctx, w.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := &dashboard{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, true, names), Learners: []dashLearner{}}
+	for _, l := range s.workshopLabs(w) {
+		dl := dashLab{ID: l.ID, Title: l.Title, Open: l.Open}
+		if sc, err := s.scenario(l.ID); err == nil {
+			dl.Kinds = faultKinds(sc)
+		}
+		d.Labs = append(d.Labs, dl)
+	}
+	for _, m := range members {
+		prog, err := s.store.Progress(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		dl := dashLearner{ID: m, Name: names[m], Running: -1, Idle: -1, Commands: []string{}}
+		var cur *session.Lab
+		if s.labs != nil {
+			cur, _ = s.labs.Current(m)
+		}
+		for i, id := range w.Labs {
+			cell := dashCell{State: "notstarted"}
+			sc, _ := s.scenario(id)
+			if sc != nil {
+				if lp, ok := prog[sc.Chapter].Labs[id]; ok && lp.Attempts > 0 {
+					cell.State, cell.Score = "failed", pctText(lp.Score)
+					if lp.Passed {
+						cell.State = "passed"
+					}
+				}
+			}
+			if cur != nil && cur.Variant.Scenario.ID == id {
+				cell.Hints = len(cur.HintsUsed())
+				switch st := cur.Status().State; {
+				case st == session.Starting:
+					cell.State = "starting"
+				case st == session.Ready:
+					cell.State = "working"
+				case st == session.Grading:
+					cell.State = "answered"
+				}
+				if cur.Running() {
+					dl.Running, dl.Nodes = i, cur.Status().Nodes
+					idle := now.Sub(cur.LastInput())
+					dl.Idle, dl.IdleText = int(idle.Seconds()), idleText(lang, idle)
+					dl.Stuck = idle >= stuckAfter
+					dl.Commands = cmds.last(cur)
+				}
+			}
+			cell.Text = web.T(lang, "ws.state."+cell.State)
+			dl.Cells = append(dl.Cells, cell)
+		}
+		d.Learners = append(d.Learners, dl)
+	}
+	return d, nil
+}
+
+func pctText(f float64) string { return strconv.Itoa(int(math.Round(f*100))) + "%" }
+
+func idleText(lang string, d time.Duration) string {
+	if d < time.Minute {
+		return strconv.Itoa(int(d.Seconds())) + web.T(lang, "ws.unit.s")
+	}
+	return strconv.Itoa(int(d.Minutes())) + web.T(lang, "ws.unit.min")
+}
+
+// commandCache keeps each lab's latest commands, parsed from its recordings again
+// only after the learner typed: a dashboard of 200 idle learners reads no file.
+type commandCache struct {
+	mu   sync.Mutex
+	labs map[string]cachedCommands
+}
+
+type cachedCommands struct {
+	at   time.Time
+	cmds []string
+}
+
+func (cc *commandCache) last(l *session.Lab) []string {
+	at := l.LastInput()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.labs == nil {
+		cc.labs = map[string]cachedCommands{}
+	}
+	if c, ok := cc.labs[l.ID]; ok && c.at.Equal(at) {
+		return c.cmds
+	}
+	out := []string{}
+	ts, err := l.Transcripts()
+	if err == nil {
+		for _, t := range ts {
+			for _, cmd := range t.Commands {
+				out = append(out, t.Terminal+"$ "+cmd.Line)
+			}
+		}
+	}
+	if len(out) > lastCommands {
+		out = out[len(out)-lastCommands:]
+	}
+	cc.labs[l.ID] = cachedCommands{at: at, cmds: out}
+	return out
+}
+
+type watchData struct {
+	Workshop *store.Workshop
+	Learner  *store.User
+	Lab      *session.Lab
+	Nodes    []string
+	Timeline []timelineEntry
+}
+
+// workshopLearner shows one learner to the instructor: their terminals, read-only
+// and live, and their timeline.
+func (s *Server) workshopLearner(c *gin.Context) {
+	w := workshopOf(c)
+	ctx := c.Request.Context()
+	uid, _ := strconv.ParseInt(c.Param("uid"), 10, 64)
+	members, err := s.workshopDB().Members(ctx, w.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !containsID(members, uid) {
+		s.fail(c, errNotFound)
+		return
+	}
+	u, err := s.store.UserByID(ctx, uid)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	d := watchData{Workshop: w, Learner: u}
+	labs, err := s.workshopLabsOf(ctx, w, uid)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if l := labs[uid]; l != nil {
+		d.Lab, d.Nodes = l, l.Status().Nodes
+	}
+	evs, err := s.workshopDB().WorkshopEvents(ctx, w.ID, uid)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	d.Timeline = s.timeline(langOf(c), evs, true, map[int64]string{uid: u.Name})
+	c.Header("Content-Security-Policy", labCSP())
+	s.renderPage(c, http.StatusOK, "workshopwatch", u.Name, d)
+}
+
+// workshopWatchTerminal streams a learner's terminal to the instructor: output only;
+// nothing the instructor types reaches the shell.
+func (s *Server) workshopWatchTerminal(c *gin.Context) {
+	w := workshopOf(c)
+	uid, _ := strconv.ParseInt(c.Param("uid"), 10, 64)
+	labs, err := s.workshopLabsOf(c.Request.Context(), w, uid)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	l := labs[uid]
+	if l == nil {
+		s.fail(c, errNoLab)
+		return
+	}
+	t, ok := l.Terminal(c.Param("node"))
+	if !ok {
+		s.fail(c, errNotReady)
+		return
+	}
+	ws, err := upgradeWS(c, wsLiveReadLimit)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	scroll, out, detach := t.Attach()
+	defer detach()
+	write := func(p []byte) error {
+		_ = ws.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+		return ws.WriteMessage(websocket.BinaryMessage, p)
+	}
+	if len(scroll) > 0 && write(scroll) != nil {
+		return
+	}
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-gone:
+			return
+		case <-l.Ended():
+			b, _ := json.Marshal(gin.H{"type": "closed", "text": web.T(langOf(c), "lab.ended")})
+			_ = ws.WriteMessage(websocket.TextMessage, b)
+			return
+		case p, ok := <-out:
+			if !ok || write(p) != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/server/store"
+)
+
+// The workshop runs here on the lab handlers' fake host (labpages_test.go): the
+// instructor, two learners and an outsider are real accounts with real sessions.
+
+type workshopEnv struct {
+	*labEnv
+	inst, a, b, outsider *http.Client
+	ids                  map[*http.Client]int64
+}
+
+func newWorkshopEnv(t *testing.T) *workshopEnv {
+	e := &workshopEnv{labEnv: newLabEnv(t), ids: map[*http.Client]int64{}}
+	for i, c := range []**http.Client{&e.inst, &e.a, &e.b, &e.outsider} {
+		*c = newClient()
+		email := fmt.Sprintf("u%d@example.com", i)
+		e.register(*c, email)
+		u, err := e.store.UserByEmail(context.Background(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ids[*c] = u.ID
+	}
+	if err := e.store.SetRole(context.Background(), e.ids[e.inst], store.RoleInstructor); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// postAs posts a form as c, with a CSRF token from page.
+func (e *workshopEnv) postAs(c *http.Client, page, path string, form url.Values, accept string) (int, string, http.Header) {
+	e.t.Helper()
+	e.c = c
+	form.Set("csrf_token", e.csrf(c, page))
+	req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// wsAs reads a websocket's first frames as c.
+func (e *workshopEnv) wsAs(c *http.Client, path string, send []byte) []string {
+	e.t.Helper()
+	e.c = c
+	return e.ws(path, send)
+}
+
+func (e *workshopEnv) dashboardNow(path string) dashboard {
+	e.t.Helper()
+	frames := e.wsAs(e.inst, path+"/live/ws", nil)
+	if len(frames) == 0 {
+		e.t.Fatal("the dashboard sent nothing")
+	}
+	var d dashboard
+	if err := json.Unmarshal([]byte(frames[0]), &d); err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+var joinCode = regexp.MustCompile(`class="join-code">([A-Z0-9]+)<`)
+
+func TestWorkshop(t *testing.T) {
+	e := newWorkshopEnv(t)
+	const lab = "ch08-link-loss"
+
+	// Creating: instructors only, and a bad form says what and where.
+	if code, _, _ := e.postAs(e.a, "/workshops", "/workshops", url.Values{"title": {"x"}, "labs": {lab}}, ""); code != http.StatusForbidden {
+		t.Errorf("a learner created a workshop: %d", code)
+	}
+	for _, tc := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"title": {"x"}, "labs": {" \n"}}, "labs: no lab"},
+		{url.Values{"title": {"x"}, "labs": {lab + "\nch99-nope"}}, `line 2: no lab &#34;ch99-nope&#34;`},
+		{url.Values{"title": {"x"}, "labs": {lab}, "ttl": {"2"}}, "ttl: minutes from 5 to 480"},
+		{url.Values{"title": {"x"}, "labs": {lab}, "starts": {"2026-12-04T10:00"}, "ends": {"2026-12-04T09:00"}}, "ends: must come after the start"},
+		{url.Values{"title": {"x"}, "labs": {lab}, "starts": {"tomorrow"}}, "starts: a time like"},
+	} {
+		code, body, _ := e.postAs(e.inst, "/workshops", "/workshops", tc.form, "")
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("create %v: %d, want 400 saying %q", tc.form, code, tc.want)
+		}
+	}
+	code, body, h := e.postAs(e.inst, "/workshops", "/workshops", url.Values{"title": {"NCCL 工作坊"}, "labs": {lab + "\nch08-mtu-mismatch"}, "ttl": {"30"}}, "")
+	if code != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%s", code, body)
+	}
+	path := h.Get("Location")
+	e.c = e.inst
+	_, page, _ := e.do(e.inst, "GET", path, nil)
+	m := joinCode.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no join code on the instructor's page")
+	}
+
+	// Joining by code (case and dashes do not matter); outsiders see nothing.
+	if code, _, _ := e.postAs(e.a, "/workshops", "/workshops/join", url.Values{"code": {"NOPE"}}, ""); code != http.StatusNotFound {
+		t.Errorf("join with a wrong code: %d", code)
+	}
+	for _, c := range []*http.Client{e.a, e.b} {
+		if code, _, h := e.postAs(c, "/workshops", "/workshops/join", url.Values{"code": {strings.ToLower(m[1][:4]) + "-" + m[1][4:]}}, ""); code != http.StatusSeeOther || h.Get("Location") != path {
+			t.Fatalf("join: %d %s", code, h.Get("Location"))
+		}
+	}
+	for _, p := range []string{path, path + "/learners/1"} {
+		if code, _, _ := e.do(e.outsider, "GET", p, nil); code != http.StatusNotFound {
+			t.Errorf("outsider GET %s: %d", p, code)
+		}
+	}
+	if code, _, _ := e.do(e.a, "GET", path+fmt.Sprintf("/learners/%d", e.ids[e.b]), nil); code != http.StatusNotFound {
+		t.Errorf("a learner watched another: %d", code)
+	}
+
+	// Labs open step by step.
+	if code, _, _ := e.postAs(e.a, path, path+"/labs/1/start", url.Values{}, ""); code != http.StatusConflict {
+		t.Errorf("start before the lab opened: %d", code)
+	}
+	if code, body, _ := e.postAs(e.inst, path, path+"/open", url.Values{"n": {"1"}}, "application/json"); code != http.StatusOK {
+		t.Fatalf("open: %d %s", code, body)
+	}
+	if code, _, _ := e.postAs(e.a, path, path+"/labs/2/start", url.Values{}, ""); code != http.StatusConflict {
+		t.Errorf("start lab 2 with only 1 open: %d", code)
+	}
+	code, body, h = e.postAs(e.a, path, path+"/labs/1/start", url.Values{}, "")
+	if code != http.StatusSeeOther {
+		t.Fatalf("start: %d\n%s", code, body)
+	}
+	labPath := h.Get("Location")
+	e.c = e.a
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st stateView
+		_, body, _ := e.do(e.a, "GET", labPath+"/state", nil)
+		_ = json.Unmarshal([]byte(body), &st)
+		if st.Confirmed {
+			if left := time.Until(st.Expires); left > 30*time.Minute || left < 29*time.Minute {
+				t.Errorf("the lab runs %s, want the workshop's 30m", left)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lab not confirmed: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	d := e.dashboardNow(path)
+	if len(d.Learners) != 2 || d.Opened != 1 || len(d.Labs) != 2 || !d.Labs[0].Open || d.Labs[1].Open {
+		t.Fatalf("dashboard: %+v", d)
+	}
+	byID := map[int64]dashLearner{}
+	for _, l := range d.Learners {
+		byID[l.ID] = l
+	}
+	if la, lb := byID[e.ids[e.a]], byID[e.ids[e.b]]; la.Cells[0].State != "working" || la.Running != 0 || len(la.Nodes) != 4 || la.Idle < 0 ||
+		lb.Cells[0].State != "notstarted" || lb.Running != -1 {
+		t.Errorf("cells: a %+v, b %+v", la, lb)
+	}
+
+	// The learner types; the instructor's read-only view shows it, and nothing the
+	// instructor sends reaches the shell.
+	watch := fmt.Sprintf("%s/learners/%d/term/node1/ws", path, e.ids[e.a])
+	e.wsAs(e.inst, watch, []byte("instructor-typed\r"))
+	e.wsAs(e.a, labPath+"/term/node1/ws", []byte("learner-typed\r"))
+	seen := strings.Join(e.wsAs(e.inst, watch, nil), "")
+	if !strings.Contains(seen, "learner-typed") || strings.Contains(seen, "instructor-typed") {
+		t.Errorf("the watched terminal shows %q", seen)
+	}
+	if code, _, _ := e.do(e.a, "GET", path+"/live/ws", nil); code != http.StatusNotFound {
+		t.Errorf("a learner opened the dashboard: %d", code)
+	}
+
+	// An extra fault: only kinds the scenario uses, only into running labs.
+	applied := len(e.mgr.All()[0].Injected())
+	for _, tc := range []struct {
+		form url.Values
+		want int
+	}{
+		{url.Values{"learner": {"0"}, "kind": {"mtu"}, "node": {"node2"}}, http.StatusConflict},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.b])}, "kind": {"loss"}, "node": {"node2"}}, http.StatusConflict},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "kind": {"loss"}, "node": {"node9"}}, http.StatusConflict},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "kind": {"loss"}, "node": {""}}, http.StatusBadRequest},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "kind": {"loss"}, "node": {"node3"}}, http.StatusOK},
+	} {
+		if code, body, _ := e.postAs(e.inst, path, path+"/inject", tc.form, "application/json"); code != tc.want {
+			t.Errorf("inject %v: %d, want %d (%s)", tc.form, code, tc.want, body)
+		}
+	}
+	l, _ := e.mgr.Current(e.ids[e.a])
+	if got := l.Injected(); len(got) != applied+1 || !strings.HasPrefix(got[len(got)-1], "node3: inject loss") {
+		t.Errorf("injected: %q", got)
+	}
+	if code, _, _ := e.postAs(e.inst, path, path+"/message", url.Values{"text": {"十分钟后讲解"}}, "application/json"); code != http.StatusOK {
+		t.Errorf("message: %d", code)
+	}
+
+	// The learner's timeline says the lab changed and shows the message, never the kind.
+	for _, c := range []*http.Client{e.a, e.b} {
+		frames := e.wsAs(c, path+"/events/ws", nil)
+		_, page, _ := e.do(c, "GET", path, nil)
+		all := strings.Join(frames, "") + page
+		if !strings.Contains(all, "十分钟后讲解") || strings.Contains(all, "loss") || strings.Contains(all, "node3: ") {
+			t.Errorf("learner %d's timeline: %s", e.ids[c], frames)
+		}
+		if strings.Contains(all, "讲师调整了你的实验环境") != (c == e.a) {
+			t.Errorf("learner %d: the fault event reached the wrong learner: %s", e.ids[c], frames)
+		}
+	}
+	if d := e.dashboardNow(path); !strings.Contains(fmt.Sprint(d.Timeline), "loss · node3") {
+		t.Errorf("the instructor's timeline lacks the fault: %+v", d.Timeline)
+	}
+
+	// Ending stops every lab (its faults revert) and closes the workshop.
+	if code, _, _ := e.postAs(e.inst, path, path+"/end", url.Values{}, "application/json"); code != http.StatusOK {
+		t.Fatalf("end: %d", code)
+	}
+	select {
+	case <-l.Ended():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lab still runs after the end")
+	}
+	for _, p := range []string{"/open", "/message"} {
+		if code, _, _ := e.postAs(e.inst, path, path+p, url.Values{"n": {"2"}, "text": {"x"}}, "application/json"); code != http.StatusConflict {
+			t.Errorf("%s after the end: %d", p, code)
+		}
+	}
+	if d := e.dashboardNow(path); !d.Ended || d.Learners[0].Running != -1 {
+		t.Errorf("after the end: %+v", d)
+	}
+}
+
+// TestLiveHub: a change wakes every waiter of that workshop, and only them.
+func TestLiveHub(t *testing.T) {
+	h := newLiveHub()
+	w1, w1b, w2 := h.wait(1), h.wait(1), h.wait(2)
+	h.changed(1)
+	for name, ch := range map[string]<-chan struct{}{"first": w1, "second": w1b} {
+		select {
+		case <-ch:
+		default:
+			t.Errorf("%s waiter of workshop 1 not woken", name)
+		}
+	}
+	select {
+	case <-w2:
+		t.Error("workshop 2 woken by workshop 1's change")
+	default:
+	}
+	h.changed(3) // nobody waits: no panic
+}

@@ -243,7 +243,7 @@ func (s *Server) workshopJoin(c *gin.Context) {
 	members, err := s.workshopDB().Members(ctx, w.ID)
 	if err == nil && !containsID(members, u.ID) {
 		if err = s.workshopDB().JoinWorkshop(ctx, w.ID, u.ID); err == nil {
-			err = s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: u.ID, Kind: evJoined, Public: u.Name})
+			err = s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: u.ID, Kind: evJoined})
 		}
 	}
 	if err != nil {

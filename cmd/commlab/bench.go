@@ -41,6 +41,9 @@ transports; see bench/README.md. This is commlab's emulation, not NVIDIA NCCL.`,
 			}
 			switch p.Launcher {
 			case "auto":
+				if err := onlyThisNode(os.Getenv("COMMLAB_NODE"), p.Sandbox, o.Hosts); err != nil {
+					return err
+				}
 				if p.Hosts != "" && (p.Sandbox != "" || strings.HasPrefix(o.Hosts[0].Node, "cl-")) {
 					l.Starter = bench.NetnsStarter{Sandbox: p.Sandbox}
 				} else {
@@ -85,4 +88,20 @@ func newBenchRankCmd() *cobra.Command {
 			return bench.RunRank(cmd.Context(), o, re, cmd.OutOrStdout())
 		},
 	}
+}
+
+// onlyThisNode refuses, in a learner's terminal (COMMLAB_NODE names its lab node),
+// --hosts that name other nodes: a learner cannot start processes there, and the
+// local launcher would quietly run every rank on this node under borrowed names.
+func onlyThisNode(here, sandbox string, hosts []bench.HostSpec) error {
+	if here == "" || sandbox != "" {
+		return nil
+	}
+	for _, h := range hosts {
+		if h.Node != here {
+			return fmt.Errorf("--hosts names %s, but this terminal is lab node %s: ranks can start only here (-g N), "+
+				"and the lab's own job runs across the nodes (its log is train.log); --launcher local runs them all here under those names", h.Node, here)
+		}
+	}
+	return nil
 }

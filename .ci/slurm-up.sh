@@ -4,6 +4,7 @@
 # waits until sinfo shows both idle. Installs Debian's packages when absent.
 # Idempotent: a cluster already up (ours) is left running.
 #   COMMLAB_SLURM_NODES  node count (default 2)
+#   COMMLAB_BIN          the commlab binary the epilog runs (default bin/commlab)
 set -euo pipefail
 
 nodes=${COMMLAB_SLURM_NODES:-2}
@@ -42,7 +43,11 @@ for i in $(seq "$nodes"); do
 	nodelines+="NodeName=node$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((17000 + i)) CPUs=1 RealMemory=512 State=UNKNOWN"$'\n'
 	mkdir -p "$state/node$i"
 done
-epilog=$(cd "$(dirname "$0")/.." && pwd)/labs/slurm/epilog.sh
+# The epilog: the shipped script, told where this checkout's commlab is.
+repo=$(cd "$(dirname "$0")/.." && pwd)
+epilog=$state/epilog
+printf '#!/bin/sh\nCOMMLAB=%q exec %q\n' "${COMMLAB_BIN:-$repo/bin/commlab}" "$repo/labs/slurm/epilog.sh" >"$epilog.new"
+chmod 0755 "$epilog.new" && mv "$epilog.new" "$epilog"
 new=$(cat <<CONF
 $mark
 ClusterName=commlab

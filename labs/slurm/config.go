@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -36,24 +37,31 @@ type Config struct {
 
 // LoadConfig reads the `cluster` section of a YAML file; a file without one
 // gives a nil Config (the local backend).
-func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+func LoadConfig(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	var f struct {
-		Cluster *Config `yaml:"cluster"`
+	// Other sections belong to others; inside this one an unknown key is a typo.
+	path, err := yaml.PathString("$.cluster")
+	if err != nil {
+		return nil, err
 	}
-	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %s", path, yaml.FormatError(err, false, true))
-	}
-	if f.Cluster == nil {
+	node, err := path.ReadNode(bytes.NewReader(b))
+	if errors.Is(err, yaml.ErrNotFoundNode) {
 		return nil, nil
 	}
-	if err := f.Cluster.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: cluster: %w", path, err)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", file, yaml.FormatError(err, false, true))
 	}
-	return f.Cluster, nil
+	var c Config
+	if err := yaml.NodeToValue(node, &c, yaml.DisallowUnknownField()); err != nil {
+		return nil, fmt.Errorf("%s: cluster: %s", file, yaml.FormatError(err, false, true))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: cluster: %w", file, err)
+	}
+	return &c, nil
 }
 
 // slurmName is what sbatch accepts for partition, account, QoS and reservation

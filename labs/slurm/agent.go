@@ -103,13 +103,15 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // up makes the node's sandbox: a network namespace with loopback and one NIC,
-// eth0 (a dummy device until the site's lab-owned NICs are moved in).
+// eth0 (one end of a veth pair whose other end stays inside, until the site's
+// lab-owned NICs are moved in; the dummy driver is not on every kernel).
 func (a *Agent) up(ctx context.Context) error {
 	ns := a.netns()
 	steps := [][]string{
 		{"ip", "netns", "add", ns},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
-		{"ip", "-n", ns, "link", "add", "eth0", "type", "dummy"},
+		{"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0"},
+		{"ip", "-n", ns, "link", "set", "peer0", "up"},
 		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("10.77.0.%d/24", a.Index+1), "dev", "eth0"},
 		{"ip", "-n", ns, "link", "set", "eth0", "up"},
 	}

@@ -6,6 +6,9 @@
 # job's sandbox; for other jobs it does nothing. It must exit 0: a failing epilog
 # drains the node.
 #   COMMLAB   the commlab binary (default: commlab on PATH, then /usr/local/bin/commlab)
+# slurmd gives epilogs no search path.
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
 [ -n "$SLURM_JOB_ID" ] || exit 0
 [ -d "/run/commlab-slurm/job-$SLURM_JOB_ID" ] || exit 0
 bin=${COMMLAB:-$(command -v commlab || echo /usr/local/bin/commlab)}

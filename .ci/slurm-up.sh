@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up a real Slurm cluster on this host for commlab's Slurm tests: munge,
 # slurmctld and two slurmd "nodes" (slurmd -N nodeN, each on its own port), and
-# waits until sinfo shows both idle. Installs Debian's packages when absent.
+# waits until sinfo shows both up (idle, or running a job across a slurmctld
+# restart). Installs Debian's packages when absent.
 # Idempotent: a cluster already up (ours) is left running.
 #   COMMLAB_SLURM_NODES  node count (default 2)
 #   COMMLAB_BIN          the commlab binary the epilog runs (default bin/commlab)
@@ -93,8 +94,9 @@ for n in "${names[@]}"; do
 done
 
 for _ in $(seq 120); do
-	idle=$(sinfo -h -N -p commlab -t idle -o '%N' 2>/dev/null | sort -u | wc -l)
-	if (( idle >= nodes )); then
+	# Up: idle, or running a job of an earlier call (a restarted slurmctld).
+	up=$(sinfo -h -N -p commlab -t idle,alloc,mix -o '%N' 2>/dev/null | sort -u | wc -l)
+	if (( up >= nodes )); then
 		sinfo -N -p commlab
 		exit 0
 	fi
@@ -104,7 +106,7 @@ for _ in $(seq 120); do
 	done
 	sleep 0.5
 done
-echo "slurm-up: nodes not idle after 60 s:" >&2
+echo "slurm-up: nodes not up after 60 s:" >&2
 sinfo -N -p commlab >&2 || true
 tail -n 20 "$state"/*.log >&2 || true
 exit 1

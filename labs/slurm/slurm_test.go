@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,5 +189,56 @@ func TestAgentKilled(t *testing.T) {
 	}
 	if left := leftovers(job); len(left) > 0 {
 		t.Errorf("after the epilog, left behind: %q", left)
+	}
+}
+
+// TestSlurmctldRestart: the controller going away mid-lab touches neither the
+// agents nor the fault; once it is back the job is still there and scancel
+// leaves nothing.
+func TestSlurmctldRestart(t *testing.T) {
+	bin := requireSlurm(t)
+	e, _, _ := lab(t, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// slurmctld is the one .ci/slurm-up.sh started (requireSlurm).
+	b, err := os.ReadFile("/run/slurmctld-commlab.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := os.FindProcess(pid)
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld %d still running", pid)
+		}
+	}
+	if out := run(t, e, "node2", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1400 ") {
+		t.Errorf("node2 with slurmctld down:\n%s", out)
+	}
+	up := exec.Command("../../.ci/slurm-up.sh")
+	up.Env = append(os.Environ(), "COMMLAB_BIN="+bin)
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("restart slurmctld: %v\n%s", err, out)
+	}
+	if q, err := Queue(ctx, e.Job()); err != nil || q.State != "RUNNING" {
+		t.Fatalf("job %s after the restart: %+v %v", e.Job(), q, err)
+	}
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
 	}
 }

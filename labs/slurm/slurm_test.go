@@ -43,15 +43,21 @@ func requireSlurm(t *testing.T) string {
 // cleanup if the test has not run it.
 func lab(t *testing.T, bin string) (*Env, *Hub, []string) {
 	t.Helper()
+	return labFor(t, bin, 5*time.Minute, 0)
+}
+
+// labFor is lab with the lab's TTL and the config's grace.
+func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []string) {
+	t.Helper()
 	hub := NewHub(nil)
 	srv := httptest.NewServer(hub)
 	t.Cleanup(srv.Close)
-	p := &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent"}}
+	p := &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var steps []string
-	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s string) {
+	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, ttl, func(s string) {
 		mu.Lock()
 		steps = append(steps, s)
 		mu.Unlock()
@@ -237,6 +243,42 @@ func TestSlurmctldRestart(t *testing.T) {
 	}
 	if err := e.Down(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
+
+// TestTimeLimit: Slurm ends a lab whose time limit (TTL + grace, here the
+// 1-minute minimum) passes; the agents revert the fault on the way out.
+func TestTimeLimit(t *testing.T) {
+	bin := requireSlurm(t)
+	e, hub, _ := labFor(t, bin, time.Second, time.Nanosecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var q QueueState
+	for {
+		var err error
+		if q, err = Queue(ctx, e.Job()); err != nil {
+			t.Fatal(err)
+		}
+		if q.Gone() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("job %s still %s past its time limit", e.Job(), q.State)
+		case <-time.After(time.Second):
+		}
+	}
+	if q.State != "TIMEOUT" && q.State != "" {
+		t.Errorf("job %s ended %s, want TIMEOUT", e.Job(), q.State)
+	}
+	if n := len(hub.Connected(e.lab)); n != 0 {
+		t.Errorf("%d agents still connected after the job ended", n)
 	}
 	if left := leftovers(e.Job()); len(left) > 0 {
 		t.Errorf("left behind: %q", left)

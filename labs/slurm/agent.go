@@ -47,8 +47,8 @@ type Agent struct {
 func AgentFromEnv(getenv func(string) string) (*Agent, error) {
 	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID")}
 	var miss []string
-	for k, v := range map[string]string{EnvURL: a.URL, EnvToken: a.Token, EnvLab: a.Lab, EnvNodes: getenv(EnvNodes), "SLURM_JOB_ID": a.Job, "SLURM_NODEID": getenv("SLURM_NODEID")} {
-		if v == "" {
+	for _, k := range []string{EnvURL, EnvToken, EnvLab, EnvNodes, "SLURM_JOB_ID", "SLURM_NODEID"} {
+		if getenv(k) == "" {
 			miss = append(miss, k)
 		}
 	}

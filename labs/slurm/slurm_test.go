@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -18,6 +19,22 @@ import (
 	"github.com/commlab/commlab/scenarios"
 )
 
+// The commlab binary the agents and the epilog run, built once for the package.
+var (
+	buildOnce sync.Once
+	agentBin       string
+	buildErr  error
+)
+
+// TestMain removes that binary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentBin != "" {
+		os.RemoveAll(filepath.Dir(agentBin))
+	}
+	os.Exit(code)
+}
+
 // requireSlurm brings up the CI cluster (.ci/slurm-up.sh: munge, slurmctld, two
 // slurmd nodes) with a freshly built commlab for the agents and the epilog, and
 // returns that binary. Outside CI a host without Slurm skips.
@@ -27,16 +44,26 @@ func requireSlurm(t *testing.T) string {
 	if _, err := exec.LookPath("slurmctld"); err != nil && os.Getenv("CI") == "" {
 		t.Skip("Slurm is not installed (CI installs it: .ci/slurm-up.sh, or set CI=1 to let this test install it)")
 	}
-	bin := filepath.Join(t.TempDir(), "commlab")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/commlab").CombinedOutput(); err != nil {
-		t.Fatalf("build commlab: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "commlab-slurm-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		agentBin = filepath.Join(dir, "commlab")
+		if out, err := exec.Command("go", "build", "-o", agentBin, "../../cmd/commlab").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build commlab: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
 	up := exec.Command("../../.ci/slurm-up.sh")
-	up.Env = append(os.Environ(), "COMMLAB_BIN="+bin)
+	up.Env = append(os.Environ(), "COMMLAB_BIN="+agentBin)
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf(".ci/slurm-up.sh: %v\n%s", err, out)
 	}
-	return bin
+	return agentBin
 }
 
 // lab starts a 2x1 lab through Slurm and returns it with its hub; Down runs at
@@ -103,8 +130,8 @@ func leftovers(job string) []string {
 // each node, a fault on node2 shows in node2's command output and not node1's,
 // a dropped connection is redialled, and scancel leaves nothing.
 func TestTwoNodeLab(t *testing.T) {
-	bin := requireSlurm(t)
-	e, hub, steps := lab(t, bin)
+	exe := requireSlurm(t)
+	e, hub, steps := lab(t, exe)
 	if !strings.Contains(strings.Join(steps, "\n"), "Slurm job "+e.Job()+": 2 node agents connected") {
 		t.Errorf("progress %q lacks the connected agents", steps)
 	}
@@ -157,8 +184,8 @@ func TestTwoNodeLab(t *testing.T) {
 // TestAgentKilled: an agent killed with its fault in place cannot revert it; the
 // epilog (lab sweep --slurm-job) does when the job is cancelled.
 func TestAgentKilled(t *testing.T) {
-	bin := requireSlurm(t)
-	e, _, _ := lab(t, bin)
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
@@ -202,8 +229,8 @@ func TestAgentKilled(t *testing.T) {
 // agents nor the fault; once it is back the job is still there and scancel
 // leaves nothing.
 func TestSlurmctldRestart(t *testing.T) {
-	bin := requireSlurm(t)
-	e, _, _ := lab(t, bin)
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
@@ -234,7 +261,7 @@ func TestSlurmctldRestart(t *testing.T) {
 		t.Errorf("node2 with slurmctld down:\n%s", out)
 	}
 	up := exec.Command("../../.ci/slurm-up.sh")
-	up.Env = append(os.Environ(), "COMMLAB_BIN="+bin)
+	up.Env = append(os.Environ(), "COMMLAB_BIN="+exe)
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf("restart slurmctld: %v\n%s", err, out)
 	}
@@ -252,8 +279,8 @@ func TestSlurmctldRestart(t *testing.T) {
 // TestTimeLimit: Slurm ends a lab whose time limit (TTL + grace, here the
 // 1-minute minimum) passes; the agents revert the fault on the way out.
 func TestTimeLimit(t *testing.T) {
-	bin := requireSlurm(t)
-	e, hub, _ := labFor(t, bin, time.Second, time.Nanosecond)
+	exe := requireSlurm(t)
+	e, hub, _ := labFor(t, exe, time.Second, time.Nanosecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {

@@ -22,7 +22,7 @@ import (
 // The commlab binary the agents and the epilog run, built once for the package.
 var (
 	buildOnce sync.Once
-	agentBin       string
+	agentBin  string
 	buildErr  error
 )
 

@@ -92,27 +92,55 @@ type QueueState struct {
 	State  string // PENDING, RUNNING, COMPLETING...; "" once the job has left the queue
 	Reason string // why it waits (Resources, Priority, ReqNodeNotAvail...) or "None"
 	Nodes  string // the nodes it has, once running
+	// Position is the job's place among its partition's pending jobs in
+	// priority order (1: next), while it is pending; 0 when unknown.
+	Position int
 }
 
 // Queue reads job's state from squeue.
 func Queue(ctx context.Context, job string) (QueueState, error) {
-	out, err := exec.CommandContext(ctx, "squeue", "--noheader", "--jobs="+job, "--format=%T|%r|%N").Output()
+	out, err := squeue(ctx, "--jobs="+job, "--format=%T|%r|%N|%P")
 	if err != nil {
 		// squeue fails with "Invalid job id specified" once the job is purged.
 		if bytes.Contains(stderrBytes(err), []byte("Invalid job id")) {
 			return QueueState{}, nil
 		}
-		return QueueState{}, fmt.Errorf("squeue: %w%s", err, stderrOf(err))
+		return QueueState{}, err
 	}
-	line := strings.TrimSpace(string(out))
+	line := strings.TrimSpace(out)
 	if line == "" {
 		return QueueState{}, nil
 	}
-	f := strings.SplitN(line, "|", 3)
-	for len(f) < 3 {
+	f := strings.SplitN(line, "|", 4)
+	for len(f) < 4 {
 		f = append(f, "")
 	}
-	return QueueState{State: f[0], Reason: f[1], Nodes: f[2]}, nil
+	q := QueueState{State: f[0], Reason: f[1], Nodes: f[2]}
+	if q.State == "PENDING" && f[3] != "" {
+		// Best effort: a failure leaves the position unknown.
+		if ids, err := squeue(ctx, "--states=PENDING", "--partition="+f[3], "--sort=-p,i", "--format=%i"); err == nil {
+			q.Position = position(ids, job)
+		}
+	}
+	return q, nil
+}
+
+// position is job's 1-based line in ids (squeue's job ids, one a line), or 0.
+func position(ids, job string) int {
+	for i, id := range strings.Fields(ids) {
+		if id == job {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func squeue(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "squeue", append([]string{"--noheader"}, args...)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("squeue: %w%s", err, stderrOf(err))
+	}
+	return string(out), nil
 }
 
 // Gone says whether the job no longer holds nodes.
@@ -127,6 +155,9 @@ func (q QueueState) Gone() bool {
 // String is what the learner sees while the lab waits.
 func (q QueueState) String() string {
 	if q.State == "PENDING" {
+		if q.Position > 0 {
+			return fmt.Sprintf("Slurm job pending (%s), position %d in the queue", q.Reason, q.Position)
+		}
 		return fmt.Sprintf("Slurm job pending (%s)", q.Reason)
 	}
 	if q.Nodes != "" {

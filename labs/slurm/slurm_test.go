@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -76,10 +77,8 @@ func lab(t *testing.T, bin string) (*Env, *Hub, []string) {
 // labFor is lab with the lab's TTL and the config's grace.
 func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []string) {
 	t.Helper()
-	hub := NewHub(nil)
-	srv := httptest.NewServer(hub)
-	t.Cleanup(srv.Close)
-	p := &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
+	p := provider(t, bin, grace)
+	hub := p.Hub
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -99,6 +98,14 @@ func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []s
 		_ = e.Down(ctx)
 	})
 	return e, hub, steps
+}
+
+// provider serves a fresh hub and submits to the CI cluster's partition.
+func provider(t *testing.T, bin string, grace time.Duration) *Provider {
+	hub := NewHub(nil)
+	srv := httptest.NewServer(hub)
+	t.Cleanup(srv.Close)
+	return &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
 }
 
 func run(t *testing.T, e *Env, node string, argv ...string) string {
@@ -168,6 +175,37 @@ func TestTwoNodeLab(t *testing.T) {
 	}
 	if out := run(t, e, "node2", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1500 ") {
 		t.Errorf("node2 after revert:\n%s", out)
+	}
+
+	// A second lab waits while this one holds both nodes; its learner sees why
+	// and where it stands, and giving up cancels its job.
+	p2 := provider(t, exe, 0)
+	wctx, giveUp := context.WithCancel(ctx)
+	steps2 := make(chan string, 16)
+	upErr := make(chan error, 1)
+	go func() {
+		_, err := p2.Up(wctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s string) { steps2 <- s })
+		upErr <- err
+	}()
+	// squeue says "None" until the scheduler has looked at the job.
+	want := "Slurm job pending (Resources), position 1 in the queue"
+	var seen []string
+	for wait := time.After(30 * time.Second); len(seen) == 0 || seen[len(seen)-1] != want; {
+		select {
+		case s := <-steps2:
+			seen = append(seen, s)
+		case err := <-upErr:
+			t.Fatalf("second lab: %v, want it to wait", err)
+		case <-wait:
+			t.Fatalf("the waiting lab showed %q, never %q", seen, want)
+		}
+	}
+	giveUp()
+	if err := <-upErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("given-up lab: %v", err)
+	}
+	if out, _ := exec.Command("squeue", "--noheader", "--format=%i").Output(); strings.TrimSpace(string(out)) != e.Job() {
+		t.Errorf("queued jobs %q, want only this lab's %s: the given-up lab's job was not cancelled", out, e.Job())
 	}
 
 	if err := e.Down(ctx); err != nil {

@@ -127,6 +127,7 @@ func TestQueueStateString(t *testing.T) {
 		gone bool
 	}{
 		{QueueState{State: "PENDING", Reason: "Resources"}, "Slurm job pending (Resources)", false},
+		{QueueState{State: "PENDING", Reason: "Priority", Position: 3}, "Slurm job pending (Priority), position 3 in the queue", false},
 		{QueueState{State: "RUNNING", Reason: "None", Nodes: "node[1-2]"}, "Slurm job running on node[1-2]", false},
 		{QueueState{State: "COMPLETING"}, "Slurm job completing", false},
 		{QueueState{State: "TIMEOUT"}, "Slurm job timeout", true},
@@ -135,6 +136,23 @@ func TestQueueStateString(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.q.String(); got != tt.want || tt.q.Gone() != tt.gone {
 			t.Errorf("%+v: %q gone %v, want %q gone %v", tt.q, got, tt.q.Gone(), tt.want, tt.gone)
+		}
+	}
+}
+
+func TestPosition(t *testing.T) {
+	tests := []struct {
+		ids, job string
+		want     int
+	}{
+		{"17\n12\n40\n", "40", 3},
+		{"17\n", "17", 1},
+		{"170\n17\n", "17", 2},
+		{"", "17", 0},
+	}
+	for _, tt := range tests {
+		if got := position(tt.ids, tt.job); got != tt.want {
+			t.Errorf("position(%q, %s) = %d, want %d", tt.ids, tt.job, got, tt.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -21,6 +22,7 @@ import (
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/netns"
+	"github.com/commlab/commlab/labs/slurm"
 	"github.com/commlab/commlab/labs/topology"
 )
 
@@ -306,12 +308,18 @@ func newLabPlanCmd() *cobra.Command {
 }
 
 func newLabSweepCmd(g *globals) *cobra.Command {
-	var grace time.Duration
+	var (
+		grace time.Duration
+		job   string
+	)
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Remove sandboxes whose owner process is gone or whose TTL passed, and unrecorded leftovers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if job != "" {
+				return sweepSlurmJob(cmd, job)
+			}
 			if grace <= 0 {
 				grace = -1 // no grace at all
 			}
@@ -325,6 +333,7 @@ func newLabSweepCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&job, "slurm-job", "", "only the sandbox of this Slurm job on this node: revert its faults and remove it now (the epilog runs this)")
 	cmd.Flags().DurationVar(&grace, "grace", netns.DefaultUnrecordedGrace, "leave cl- objects that no sandbox records alone while younger than this (0: remove them now)")
 	return cmd
 }
@@ -348,4 +357,28 @@ func revertFaultsOf(ctx context.Context, dataDir, id string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweepSlurmJob reverts every fault the agents of a Slurm job journaled on this
+// node and removes the job's sandboxes and data directory, whatever state the
+// agents died in. The Slurm epilog runs it as root after every lab job.
+func sweepSlurmJob(cmd *cobra.Command, job string) error {
+	if _, err := strconv.ParseUint(job, 10, 32); err != nil {
+		return fmt.Errorf("--slurm-job %q: want a Slurm job id", job)
+	}
+	dir, id := slurm.JobDataDir(job), slurm.SandboxID(job)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(cmd.OutOrStdout(), "job %s left nothing on this node\n", job)
+		return nil
+	}
+	errs := []error{revertFaultsOf(cmd.Context(), dir, id)}
+	removed, err := netns.SweepWith(cmd.Context(), dir, netns.SweepOptions{UnrecordedGrace: -1, Match: func(s string) bool { return s == id }})
+	errs = append(errs, err)
+	for _, r := range removed {
+		fmt.Fprintf(cmd.OutOrStdout(), "removed sandbox %s\n", r)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err // keep the journal for the next sweep
+	}
+	return os.RemoveAll(dir)
 }

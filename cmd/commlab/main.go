@@ -52,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newGPUCmd(g),
 		newNCCLLogCmd(),
 		newInjectCmd(g), newFaultsCmd(g), newRevertCmd(g), newSweepCmd(g), newInjectorHelperCmd(),
+		newAgentCmd(),
 	)
 	return root
 }

@@ -1,0 +1,261 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/internal/host"
+)
+
+// DataRoot holds each job's agent state on a node (the injector journal), one
+// directory per job; it is under /run, so a reboot clears it with the faults.
+const DataRoot = "/run/commlab-slurm"
+
+// JobDataDir is the data directory of job's agents and of its epilog sweep.
+func JobDataDir(job string) string { return filepath.Join(DataRoot, "job-"+job) }
+
+// SandboxID is the sandbox id of job's nodes: the namespaces are cl-j<job>-<node>.
+func SandboxID(job string) string { return "j" + job }
+
+// Agent is `commlab agent`: the node side of a lab, inside a Slurm job step.
+type Agent struct {
+	URL, Token, Lab string
+	Node            string // the scenario's node name
+	Job             string // SLURM_JOB_ID
+	Index           int    // this node's place in the lab (SLURM_NODEID)
+	Injector        *injector.Injector
+	Log             *slog.Logger
+	// Retry is the pause between reconnection attempts (default 1 s).
+	Retry time.Duration
+}
+
+// AgentFromEnv reads the agent's lab from the job step's environment.
+func AgentFromEnv(getenv func(string) string) (*Agent, error) {
+	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID")}
+	var miss []string
+	for _, k := range []string{EnvURL, EnvToken, EnvLab, EnvNodes, "SLURM_JOB_ID", "SLURM_NODEID"} {
+		if getenv(k) == "" {
+			miss = append(miss, k)
+		}
+	}
+	if len(miss) > 0 {
+		return nil, fmt.Errorf("commlab agent runs inside a lab's Slurm job; missing environment %s", strings.Join(miss, ", "))
+	}
+	idx, err := strconv.Atoi(getenv("SLURM_NODEID"))
+	nodes := strings.Split(getenv(EnvNodes), ",")
+	if err != nil || idx < 0 || idx >= len(nodes) {
+		return nil, fmt.Errorf("SLURM_NODEID %q: want 0 to %d (%s=%s)", getenv("SLURM_NODEID"), len(nodes)-1, EnvNodes, getenv(EnvNodes))
+	}
+	a.Index, a.Node = idx, nodes[idx]
+	if err := host.ValidNode(a.Node); err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvNodes, err)
+	}
+	if _, err := strconv.ParseUint(a.Job, 10, 32); err != nil {
+		return nil, fmt.Errorf("SLURM_JOB_ID %q: want a number", a.Job)
+	}
+	return a, nil
+}
+
+func (a *Agent) sandbox() string { return SandboxID(a.Job) }
+func (a *Agent) netns() string   { return host.NetNSName(a.sandbox(), a.Node) }
+func (a *Agent) target() injector.Target {
+	return injector.Target{Sandbox: a.sandbox(), Node: a.Node}
+}
+
+// Run builds the node's sandbox, serves the server until ctx ends (the job step
+// is signalled), reconnecting after every drop, and then reverts this node's
+// faults and removes its sandbox.
+func (a *Agent) Run(ctx context.Context) error {
+	if a.Retry <= 0 {
+		a.Retry = time.Second
+	}
+	if err := a.up(ctx); err != nil {
+		a.down()
+		return err
+	}
+	defer a.down()
+	for {
+		err := a.serve(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.Log.Warn("agent: connection to the server lost; reconnecting", "err", err, "in", a.Retry)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(a.Retry):
+		}
+	}
+}
+
+// up makes the node's sandbox: a network namespace with loopback and one NIC,
+// eth0 (one end of a veth pair whose other end stays inside, until the site's
+// lab-owned NICs are moved in; the dummy driver is not on every kernel).
+func (a *Agent) up(ctx context.Context) error {
+	ns := a.netns()
+	steps := [][]string{
+		{"ip", "netns", "add", ns},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0"},
+		{"ip", "-n", ns, "link", "set", "peer0", "up"},
+		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("10.77.0.%d/24", a.Index+1), "dev", "eth0"},
+		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+	}
+	for _, s := range steps {
+		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("build the node's sandbox: %s: %v: %s", strings.Join(s, " "), err, bytes.TrimSpace(out))
+		}
+	}
+	return nil
+}
+
+// down reverts this node's faults and removes its namespace.
+func (a *Agent) down() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if a.Injector != nil {
+		if list, err := a.Injector.List(); err == nil {
+			for _, e := range list {
+				if e.Target.Sandbox == a.sandbox() && e.Target.Node == a.Node {
+					if err := a.Injector.Revert(ctx, e.ID); err != nil {
+						a.Log.Error("agent: revert", "fault", e.ID, "err", err)
+					}
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(host.NetNSDir, a.netns())); err == nil {
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", a.netns()).CombinedOutput(); err != nil {
+			a.Log.Error("agent: remove namespace", "netns", a.netns(), "err", err, "out", string(out))
+		}
+	}
+}
+
+// serve holds one connection until it drops or ctx ends.
+func (a *Agent) serve(ctx context.Context) error {
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", EnvURL, a.URL, err)
+	}
+	q := u.Query()
+	q.Set("lab", a.Lab)
+	u.RawQuery = q.Encode()
+	hdr := http.Header{tokenHeader: {"Bearer " + a.Token}}
+	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, u.String(), hdr)
+	if err != nil {
+		if resp != nil {
+			return fmt.Errorf("dial %s: %w (HTTP %s)", a.URL, err, resp.Status)
+		}
+		return fmt.Errorf("dial %s: %w", a.URL, err)
+	}
+	defer ws.Close()
+	stop := context.AfterFunc(ctx, func() { ws.Close() })
+	defer stop()
+	ws.SetReadLimit(maxFrame)
+	hostname, _ := os.Hostname()
+	if h := os.Getenv("SLURMD_NODENAME"); h != "" {
+		hostname = h
+	}
+	if err := ws.WriteJSON(Frame{Op: opHello, Node: a.Node, Sandbox: a.sandbox(), Host: hostname}); err != nil {
+		return err
+	}
+	a.Log.Info("agent: connected", "url", a.URL, "node", a.Node)
+	for {
+		var req Frame
+		if err := ws.ReadJSON(&req); err != nil {
+			return err
+		}
+		// Requests are answered one at a time, in order: a fault's apply is
+		// finished before the command that looks for it runs.
+		rep := a.handle(ctx, req)
+		rep.ID, rep.Op = req.ID, opReply
+		if err := ws.WriteJSON(rep); err != nil {
+			return err
+		}
+	}
+}
+
+func (a *Agent) handle(ctx context.Context, req Frame) Frame {
+	fail := func(err error) Frame { return Frame{Err: err.Error()} }
+	switch req.Op {
+	case opExec:
+		if len(req.Argv) == 0 {
+			return fail(errors.New("exec: empty command"))
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, "ip", append([]string{"netns", "exec", a.netns()}, req.Argv...)...)
+		var out capped
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		rep := Frame{Output: out.String()}
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			rep.Exit = ee.ExitCode()
+		case err != nil:
+			return fail(err)
+		}
+		return rep
+	case opApply:
+		f, err := a.Injector.Registry().Parse(req.Kind, req.Params)
+		if err != nil {
+			return fail(err)
+		}
+		e, err := a.Injector.Apply(ctx, a.target(), f, req.TTL)
+		if err != nil {
+			return fail(err)
+		}
+		return Frame{Fault: e.ID, Output: strings.Join(e.Command, "\n")}
+	case opRevert:
+		if err := a.owns(req.Fault); err != nil {
+			return fail(err)
+		}
+		if err := a.Injector.Revert(ctx, req.Fault); err != nil {
+			return fail(err)
+		}
+		return Frame{}
+	}
+	return fail(fmt.Errorf("unknown request %q", req.Op))
+}
+
+// owns refuses to revert a fault of another lab or node sharing the journal.
+func (a *Agent) owns(id string) error {
+	list, err := a.Injector.List()
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		if e.ID == id {
+			if e.Target.Sandbox != a.sandbox() || e.Target.Node != a.Node {
+				return fmt.Errorf("fault %s is not on this node's sandbox", id)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no live fault %s", id)
+}
+
+// capped keeps the first maxOutput bytes written to it.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxOutput - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,87 @@
+package slurm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config is the `cluster` section of the server's configuration file.
+type Config struct {
+	// Partition, Account, QoS and Reservation go to sbatch as given; empty ones
+	// are left to the site's defaults. An instructor's reservation (scontrol
+	// create reservation) makes a workshop's labs start at once.
+	Partition   string `yaml:"partition"`
+	Account     string `yaml:"account"`
+	QoS         string `yaml:"qos"`
+	Reservation string `yaml:"reservation"`
+	// GRES is the GPU GRES name (default "gpu": --gres=gpu:N).
+	GRES string `yaml:"gres"`
+	// LabNICs are the node NICs a lab may touch; any other is refused.
+	LabNICs []string `yaml:"lab_nics"`
+	// AgentURL is where agents on the compute nodes reach the server's /agent
+	// websocket, e.g. wss://login1:8443/agent.
+	AgentURL string `yaml:"agent_url"`
+	// Agent is the commlab binary's path on the compute nodes (default: the
+	// server's own path, for a shared file system).
+	Agent string `yaml:"agent"`
+	// Grace is added to a lab's TTL for the job's time limit (default 2 min), so
+	// that the server ends the lab before Slurm kills it.
+	Grace time.Duration `yaml:"grace"`
+}
+
+// LoadConfig reads the `cluster` section of a YAML file; a file without one
+// gives a nil Config (the local backend).
+func LoadConfig(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	// Other sections belong to others; inside this one an unknown key is a typo.
+	path, err := yaml.PathString("$.cluster")
+	if err != nil {
+		return nil, err
+	}
+	node, err := path.ReadNode(bytes.NewReader(b))
+	if errors.Is(err, yaml.ErrNotFoundNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", file, yaml.FormatError(err, false, true))
+	}
+	var c Config
+	if err := yaml.NodeToValue(node, &c, yaml.DisallowUnknownField()); err != nil {
+		return nil, fmt.Errorf("%s: cluster: %s", file, yaml.FormatError(err, false, true))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: cluster: %w", file, err)
+	}
+	return &c, nil
+}
+
+// slurmName is what sbatch accepts for partition, account, QoS and reservation
+// names here; anything else would be parsed as more options.
+var slurmName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Validate checks names that reach sbatch and the agent URL.
+func (c *Config) Validate() error {
+	for _, f := range []struct{ key, val string }{
+		{"partition", c.Partition}, {"account", c.Account}, {"qos", c.QoS}, {"reservation", c.Reservation}, {"gres", c.GRES},
+	} {
+		if f.val != "" && !slurmName.MatchString(f.val) {
+			return fmt.Errorf("%s %q: want letters, digits, '_', '.' or '-'", f.key, f.val)
+		}
+	}
+	if c.AgentURL == "" {
+		return fmt.Errorf("agent_url is required (where compute nodes reach this server's /agent, e.g. ws://login1:8080/agent)")
+	}
+	if c.Grace < 0 {
+		return fmt.Errorf("grace %s: want 0 or more", c.Grace)
+	}
+	return nil
+}

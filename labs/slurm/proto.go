@@ -1,0 +1,57 @@
+package slurm
+
+import "time"
+
+// Operations of a [Frame].
+const (
+	opHello  = "hello"  // agent → server, first frame: which node it is
+	opExec   = "exec"   // run Argv in the node's sandbox
+	opApply  = "apply"  // apply a fault (Kind, Params, TTL) on the node
+	opRevert = "revert" // revert the fault Fault
+	opReply  = "reply"  // agent → server: the answer to request ID
+)
+
+// Frame is one websocket message between the server and an agent. Requests go
+// from the server to the agent; each gets one reply with the same ID.
+type Frame struct {
+	ID uint64 `json:"id,omitempty"`
+	Op string `json:"op"`
+
+	// hello
+	Node    string `json:"node,omitempty"`    // the scenario's node name
+	Sandbox string `json:"sandbox,omitempty"` // the node's sandbox id (j<job id>)
+	Host    string `json:"host,omitempty"`    // the Slurm node it runs on
+
+	// exec
+	Argv []string `json:"argv,omitempty"`
+	// apply
+	Kind   string            `json:"kind,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
+	TTL    time.Duration     `json:"ttl,omitempty"`
+	// revert, and apply's reply
+	Fault string `json:"fault,omitempty"`
+
+	// reply: Output is the command's output (exec) or the fault's equivalent
+	// command (apply); Err is set when the request failed.
+	Output string `json:"output,omitempty"`
+	Exit   int    `json:"exit,omitempty"`
+	Err    string `json:"err,omitempty"`
+}
+
+// Environment variables that hand the agent its lab. The token travels only
+// here, never in argv (which ps shows to every user of the node).
+const (
+	EnvURL   = "COMMLAB_AGENT_URL"
+	EnvToken = "COMMLAB_AGENT_TOKEN"
+	EnvLab   = "COMMLAB_LAB"
+	EnvNodes = "COMMLAB_NODES" // the scenario's node names, comma-separated, in Slurm node order
+)
+
+// tokenHeader carries the lab's token on the websocket upgrade request.
+const tokenHeader = "Authorization"
+
+// maxFrame bounds one frame (a command's output is cut to maxOutput before).
+const (
+	maxFrame  = 2 << 20
+	maxOutput = 1 << 20
+)

@@ -1,0 +1,351 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/scenarios"
+)
+
+// The commlab binary the agents and the epilog run, built once for the package.
+var (
+	buildOnce sync.Once
+	agentBin  string
+	buildErr  error
+)
+
+// TestMain removes that binary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentBin != "" {
+		os.RemoveAll(filepath.Dir(agentBin))
+	}
+	os.Exit(code)
+}
+
+// requireSlurm brings up the CI cluster (.ci/slurm-up.sh: munge, slurmctld, two
+// slurmd nodes) with a freshly built commlab for the agents and the epilog, and
+// returns that binary. Outside CI a host without Slurm skips.
+func requireSlurm(t *testing.T) string {
+	t.Helper()
+	testenv.RequireRoot(t, "Slurm daemons, network namespaces")
+	if _, err := exec.LookPath("slurmctld"); err != nil && os.Getenv("CI") == "" {
+		t.Skip("Slurm is not installed (CI installs it: .ci/slurm-up.sh, or set CI=1 to let this test install it)")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "commlab-slurm-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		agentBin = filepath.Join(dir, "commlab")
+		if out, err := exec.Command("go", "build", "-o", agentBin, "../../cmd/commlab").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build commlab: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	up := exec.Command("../../.ci/slurm-up.sh")
+	up.Env = append(os.Environ(), "COMMLAB_BIN="+agentBin)
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf(".ci/slurm-up.sh: %v\n%s", err, out)
+	}
+	return agentBin
+}
+
+// lab starts a 2x1 lab through Slurm and returns it with its hub; Down runs at
+// cleanup if the test has not run it.
+func lab(t *testing.T, bin string) (*Env, *Hub, []string) {
+	t.Helper()
+	return labFor(t, bin, 5*time.Minute, 0)
+}
+
+// labFor is lab with the lab's TTL and the config's grace.
+func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []string) {
+	t.Helper()
+	p := provider(t, bin, grace)
+	hub := p.Hub
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var steps []string
+	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, ttl, func(s string) {
+		mu.Lock()
+		steps = append(steps, s)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatalf("Up: %v (steps %q)", err, steps)
+	}
+	e := se.(*Env)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = e.Down(ctx)
+	})
+	return e, hub, steps
+}
+
+// provider serves a fresh hub and submits to the CI cluster's partition.
+func provider(t *testing.T, bin string, grace time.Duration) *Provider {
+	hub := NewHub(nil)
+	srv := httptest.NewServer(hub)
+	t.Cleanup(srv.Close)
+	return &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
+}
+
+func run(t *testing.T, e *Env, node string, argv ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, code, err := e.Run(ctx, node, argv...)
+	if err != nil || code != 0 {
+		t.Fatalf("%s on %s: exit %d, %v\n%s", argv, node, code, err, out)
+	}
+	return out
+}
+
+// leftovers lists what job left on this host: namespaces and its data directory.
+func leftovers(job string) []string {
+	var left []string
+	for _, n := range []string{"node1", "node2"} {
+		if _, err := os.Stat(host.NetNSPath(SandboxID(job), n)); err == nil {
+			left = append(left, "netns "+host.NetNSName(SandboxID(job), n))
+		}
+	}
+	if _, err := os.Stat(JobDataDir(job)); err == nil {
+		left = append(left, JobDataDir(job))
+	}
+	return left
+}
+
+// TestTwoNodeLab: a lab through real slurmctld/slurmd: the job runs an agent on
+// each node, a fault on node2 shows in node2's command output and not node1's,
+// a dropped connection is redialled, and scancel leaves nothing.
+func TestTwoNodeLab(t *testing.T) {
+	exe := requireSlurm(t)
+	e, hub, steps := lab(t, exe)
+	if !strings.Contains(strings.Join(steps, "\n"), "Slurm job "+e.Job()+": 2 node agents connected") {
+		t.Errorf("progress %q lacks the connected agents", steps)
+	}
+	hosts := hub.Connected(e.lab)
+	if hosts["node1"].Host == hosts["node2"].Host {
+		t.Errorf("both agents on Slurm node %q", hosts["node1"].Host)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, cmd, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd != "ip link set dev eth0 mtu 1400" {
+		t.Errorf("command %q", cmd)
+	}
+	if out := run(t, e, "node2", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1400 ") {
+		t.Errorf("node2 after the fault:\n%s", out)
+	}
+	if out := run(t, e, "node1", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1500 ") {
+		t.Errorf("node1 (no fault):\n%s", out)
+	}
+
+	hub.Drop(e.lab, "node2") // a blip: the agent redials, the fault stays
+	if out := run(t, e, "node2", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1400 ") {
+		t.Errorf("node2 after reconnecting:\n%s", out)
+	}
+	if err := e.Revert(ctx, "node1", id); err == nil {
+		t.Error("node1's agent reverted node2's fault")
+	}
+	if err := e.Revert(ctx, "node2", id); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, e, "node2", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1500 ") {
+		t.Errorf("node2 after revert:\n%s", out)
+	}
+
+	// A second lab waits while this one holds both nodes; its learner sees why
+	// and where it stands, and giving up cancels its job.
+	p2 := provider(t, exe, 0)
+	wctx, giveUp := context.WithCancel(ctx)
+	steps2 := make(chan string, 16)
+	upErr := make(chan error, 1)
+	go func() {
+		_, err := p2.Up(wctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s string) { steps2 <- s })
+		upErr <- err
+	}()
+	// squeue says "None" until the scheduler has looked at the job.
+	want := "Slurm job pending (Resources), position 1 in the queue"
+	var seen []string
+	for wait := time.After(30 * time.Second); len(seen) == 0 || seen[len(seen)-1] != want; {
+		select {
+		case s := <-steps2:
+			seen = append(seen, s)
+		case err := <-upErr:
+			t.Fatalf("second lab: %v, want it to wait", err)
+		case <-wait:
+			t.Fatalf("the waiting lab showed %q, never %q", seen, want)
+		}
+	}
+	giveUp()
+	if err := <-upErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("given-up lab: %v", err)
+	}
+	if out, _ := exec.Command("squeue", "--noheader", "--format=%i").Output(); strings.TrimSpace(string(out)) != e.Job() {
+		t.Errorf("queued jobs %q, want only this lab's %s: the given-up lab's job was not cancelled", out, e.Job())
+	}
+
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := Queue(ctx, e.Job()); err != nil || !q.Gone() {
+		t.Errorf("job %s after Down: %+v %v", e.Job(), q, err)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
+
+// TestAgentKilled: an agent killed with its fault in place cannot revert it; the
+// epilog (lab sweep --slurm-job) does when the job is cancelled.
+func TestAgentKilled(t *testing.T) {
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// ip netns exec execs the command: sh's parent is the agent itself.
+	pid, err := strconv.Atoi(strings.TrimSpace(run(t, e, "node2", "sh", "-c", "echo $PPID")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) != "commlab" {
+		t.Fatalf("pid %d is %q, not the agent", pid, comm)
+	}
+	p, _ := os.FindProcess(pid)
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	job := e.Job()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %d still alive", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := leftovers(job); len(left) == 0 {
+		t.Fatal("a killed agent left nothing: the epilog is not tested")
+	}
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(job); len(left) > 0 {
+		t.Errorf("after the epilog, left behind: %q", left)
+	}
+}
+
+// TestSlurmctldRestart: the controller going away mid-lab touches neither the
+// agents nor the fault; once it is back the job is still there and scancel
+// leaves nothing.
+func TestSlurmctldRestart(t *testing.T) {
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// slurmctld is the one .ci/slurm-up.sh started (requireSlurm).
+	b, err := os.ReadFile("/run/slurmctld-commlab.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := os.FindProcess(pid)
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld %d still running", pid)
+		}
+	}
+	if out := run(t, e, "node2", "ip", "link", "show", "eth0"); !strings.Contains(out, " mtu 1400 ") {
+		t.Errorf("node2 with slurmctld down:\n%s", out)
+	}
+	up := exec.Command("../../.ci/slurm-up.sh")
+	up.Env = append(os.Environ(), "COMMLAB_BIN="+exe)
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("restart slurmctld: %v\n%s", err, out)
+	}
+	if q, err := Queue(ctx, e.Job()); err != nil || q.State != "RUNNING" {
+		t.Fatalf("job %s after the restart: %+v %v", e.Job(), q, err)
+	}
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
+
+// TestTimeLimit: Slurm ends a lab whose time limit (TTL + grace, here the
+// 1-minute minimum) passes; the agents revert the fault on the way out.
+func TestTimeLimit(t *testing.T) {
+	exe := requireSlurm(t)
+	e, hub, _ := labFor(t, exe, time.Second, time.Nanosecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, _, err := e.Apply(ctx, "node2", "mtu-mismatch", map[string]string{"nic": "eth0", "mtu": "1400"}, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var q QueueState
+	for {
+		var err error
+		if q, err = Queue(ctx, e.Job()); err != nil {
+			t.Fatal(err)
+		}
+		if q.Gone() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("job %s still %s past its time limit", e.Job(), q.State)
+		case <-time.After(time.Second):
+		}
+	}
+	if q.State != "TIMEOUT" && q.State != "" {
+		t.Errorf("job %s ended %s, want TIMEOUT", e.Job(), q.State)
+	}
+	if n := len(hub.Connected(e.lab)); n != 0 {
+		t.Errorf("%d agents still connected after the job ended", n)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}

@@ -1,0 +1,158 @@
+package slurm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestScript(t *testing.T) {
+	c := &Config{Partition: "gpu", Account: "ml", QoS: "lab", Reservation: "ws1", AgentURL: "ws://x/agent"}
+	tests := []struct {
+		name     string
+		spec     JobSpec
+		want     []string
+		wantNot  []string
+		minutes  string
+		gresName string
+	}{
+		{"two nodes, no GPUs", JobSpec{Lab: "ab12", Nodes: []string{"node1", "node2"}, TTL: 30 * time.Minute, Agent: "/opt/commlab"},
+			[]string{"#SBATCH --job-name=commlab-ab12\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=1\n", "#SBATCH --time=32\n",
+				"#SBATCH --partition=gpu\n", "#SBATCH --account=ml\n", "#SBATCH --qos=lab\n", "#SBATCH --reservation=ws1\n",
+				"exec srun --kill-on-bad-exit=0 --ntasks-per-node=1 '/opt/commlab' agent\n"},
+			[]string{"--gres", "--exclusive", "TOKEN"}, "", ""},
+		{"GPUs and host NICs", JobSpec{Lab: "cd34", Nodes: []string{"a"}, GPUs: 8, Exclusive: true, TTL: 90 * time.Second, Agent: "/it's"},
+			[]string{"#SBATCH --gres=gpu:8\n", "#SBATCH --exclusive\n", "#SBATCH --time=4\n", `'/it'\''s' agent`}, nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := c.Script(tt.spec)
+			for _, w := range tt.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("script lacks %q:\n%s", w, s)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(s, w) {
+					t.Errorf("script has %q:\n%s", w, s)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name, yaml, err string
+		nilConfig       bool
+	}{
+		{"full", "cluster:\n  partition: gpu\n  account: ml\n  gres: gpu\n  lab_nics: [ens1f0]\n  agent_url: wss://login1:8443/agent\n  grace: 5m\n", "", false},
+		{"no section", "other: 1\n", "", true},
+		{"option injection", "cluster:\n  partition: \"gpu --uid=0\"\n  agent_url: ws://x/agent\n", `partition "gpu --uid=0"`, false},
+		{"no agent url", "cluster:\n  partition: gpu\n", "agent_url is required", false},
+		{"unknown key", "cluster:\n  partiton: gpu\n", "partiton", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "commlab.yaml")
+			if err := os.WriteFile(p, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadConfig(p)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), p) {
+					t.Fatalf("err = %v, want one naming %s and %q", err, p, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (c == nil) != tt.nilConfig {
+				t.Fatalf("config = %+v, want nil: %v", c, tt.nilConfig)
+			}
+			if c != nil && (c.Partition != "gpu" || c.Grace != 5*time.Minute || len(c.LabNICs) != 1) {
+				t.Fatalf("config = %+v", c)
+			}
+		})
+	}
+}
+
+func TestAgentFromEnv(t *testing.T) {
+	base := map[string]string{EnvURL: "ws://h/agent", EnvToken: "t", EnvLab: "l", EnvNodes: "node1,node2", "SLURM_JOB_ID": "42", "SLURM_NODEID": "1"}
+	tests := []struct {
+		name     string
+		change   map[string]string
+		node, in string
+		err      string
+	}{
+		{"second node", nil, "node2", "", ""},
+		{"no token", map[string]string{EnvToken: ""}, "", "", EnvToken},
+		{"node id past the nodes", map[string]string{"SLURM_NODEID": "2"}, "", "", "want 0 to 1"},
+		{"bad node name", map[string]string{EnvNodes: "node1,Node/2"}, "", "", "node \"Node/2\""},
+		{"bad job id", map[string]string{"SLURM_JOB_ID": "4;2"}, "", "", "SLURM_JOB_ID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range tt.change {
+				env[k] = v
+			}
+			a, err := AgentFromEnv(func(k string) string { return env[k] })
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Node != tt.node || a.netns() != "cl-j42-"+tt.node {
+				t.Fatalf("node %s netns %s", a.Node, a.netns())
+			}
+		})
+	}
+}
+
+func TestQueueStateString(t *testing.T) {
+	tests := []struct {
+		q    QueueState
+		want string
+		gone bool
+	}{
+		{QueueState{State: "PENDING", Reason: "Resources"}, "Slurm job pending (Resources)", false},
+		{QueueState{State: "PENDING", Reason: "Priority", Position: 3}, "Slurm job pending (Priority), position 3 in the queue", false},
+		{QueueState{State: "RUNNING", Reason: "None", Nodes: "node[1-2]"}, "Slurm job running on node[1-2]", false},
+		{QueueState{State: "COMPLETING"}, "Slurm job completing", false},
+		{QueueState{State: "TIMEOUT"}, "Slurm job timeout", true},
+		{QueueState{}, "Slurm job ", true},
+	}
+	for _, tt := range tests {
+		if got := tt.q.String(); got != tt.want || tt.q.Gone() != tt.gone {
+			t.Errorf("%+v: %q gone %v, want %q gone %v", tt.q, got, tt.q.Gone(), tt.want, tt.gone)
+		}
+	}
+}
+
+func TestPosition(t *testing.T) {
+	tests := []struct {
+		ids, job string
+		want     int
+	}{
+		{"17\n12\n40\n", "40", 3},
+		{"17\n", "17", 1},
+		{"170\n17\n", "17", 2},
+		{"", "17", 0},
+	}
+	for _, tt := range tests {
+		if got := position(tt.ids, tt.job); got != tt.want {
+			t.Errorf("position(%q, %s) = %d, want %d", tt.ids, tt.job, got, tt.want)
+		}
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // CertRecord is an issued certificate: its signed document and, once revoked,
@@ -25,7 +23,7 @@ type CertRecord struct {
 	RevokedBy int64
 }
 
-// Certs keeps issued certificates. SQLite implements it beside Store.
+// Certs keeps issued certificates. SQLite and PostgreSQL implement it beside Store.
 type Certs interface {
 	// PutCertificate stores a newly issued certificate; ErrExists if its id is taken.
 	PutCertificate(ctx context.Context, r *CertRecord) error
@@ -40,7 +38,7 @@ type Certs interface {
 	UserCertificates(ctx context.Context, userID int64) ([]CertRecord, error)
 }
 
-var _ Certs = (*SQLite)(nil)
+var _ Certs = (*sqlDB)(nil)
 
 func nullID(id int64) any {
 	if id == 0 {
@@ -50,14 +48,14 @@ func nullID(id int64) any {
 }
 
 // PutCertificate implements Certs.
-func (s *SQLite) PutCertificate(ctx context.Context, r *CertRecord) error {
+func (s *sqlDB) PutCertificate(ctx context.Context, r *CertRecord) error {
 	if r.ID == "" || len(r.Document) == 0 {
 		return fmt.Errorf("put certificate: %w: empty id or document", ErrInvalid)
 	}
 	r.IssuedAt = now()
-	_, err := s.w.ExecContext(ctx, `INSERT INTO certificates (id, user_id, attempt_id, document, issued_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err := s.w.ExecContext(ctx, `INSERT INTO certificates (id, user_id, attempt_id, document, issued_at) VALUES ($1, $2, $3, $4, $5)`,
 		r.ID, nullID(r.UserID), nullID(r.AttemptID), r.Document, toDB(r.IssuedAt))
-	if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+	if s.d.isUnique(err) {
 		return fmt.Errorf("put certificate %s: %w", r.ID, ErrExists)
 	}
 	if err != nil {
@@ -83,8 +81,8 @@ func scanCert(row scanner) (*CertRecord, error) {
 }
 
 // Certificate implements Certs.
-func (s *SQLite) Certificate(ctx context.Context, id string) (*CertRecord, error) {
-	r, err := scanCert(s.r.QueryRowContext(ctx, "SELECT "+certColumns+" FROM certificates WHERE id = ?", id))
+func (s *sqlDB) Certificate(ctx context.Context, id string) (*CertRecord, error) {
+	r, err := scanCert(s.r.QueryRowContext(ctx, "SELECT "+certColumns+" FROM certificates WHERE id = $1", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("certificate %s: %w", id, ErrNotFound)
 	}
@@ -95,14 +93,14 @@ func (s *SQLite) Certificate(ctx context.Context, id string) (*CertRecord, error
 }
 
 // RevokeCertificate implements Certs.
-func (s *SQLite) RevokeCertificate(ctx context.Context, id string, by int64, reason string) error {
+func (s *sqlDB) RevokeCertificate(ctx context.Context, id string, by int64, reason string) error {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return fmt.Errorf("revoke certificate %s: %w: a reason is required", id, ErrInvalid)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE certificates SET revoked_at = COALESCE(revoked_at, ?),
-		revoke_reason = CASE WHEN revoked_at IS NULL THEN ? ELSE revoke_reason END,
-		revoked_by = CASE WHEN revoked_at IS NULL THEN ? ELSE revoked_by END WHERE id = ?`,
+	res, err := s.w.ExecContext(ctx, `UPDATE certificates SET revoked_at = COALESCE(revoked_at, $1),
+		revoke_reason = CASE WHEN revoked_at IS NULL THEN $2 ELSE revoke_reason END,
+		revoked_by = CASE WHEN revoked_at IS NULL THEN $3 ELSE revoked_by END WHERE id = $4`,
 		toDB(now()), reason, nullID(by), id)
 	if err != nil {
 		return fmt.Errorf("revoke certificate %s: %w", id, err)
@@ -113,7 +111,7 @@ func (s *SQLite) RevokeCertificate(ctx context.Context, id string, by int64, rea
 	return nil
 }
 
-func (s *SQLite) listCerts(ctx context.Context, what, where string, args ...any) ([]CertRecord, error) {
+func (s *sqlDB) listCerts(ctx context.Context, what, where string, args ...any) ([]CertRecord, error) {
 	rows, err := s.r.QueryContext(ctx, "SELECT "+certColumns+" FROM certificates "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -134,11 +132,11 @@ func (s *SQLite) listCerts(ctx context.Context, what, where string, args ...any)
 }
 
 // Revoked implements Certs.
-func (s *SQLite) Revoked(ctx context.Context) ([]CertRecord, error) {
+func (s *sqlDB) Revoked(ctx context.Context) ([]CertRecord, error) {
 	return s.listCerts(ctx, "revoked certificates", "WHERE revoked_at IS NOT NULL ORDER BY revoked_at, id")
 }
 
 // UserCertificates implements Certs.
-func (s *SQLite) UserCertificates(ctx context.Context, userID int64) ([]CertRecord, error) {
-	return s.listCerts(ctx, "user certificates", "WHERE user_id = ? ORDER BY issued_at DESC", userID)
+func (s *sqlDB) UserCertificates(ctx context.Context, userID int64) ([]CertRecord, error) {
+	return s.listCerts(ctx, "user certificates", "WHERE user_id = $1 ORDER BY issued_at DESC", userID)
 }

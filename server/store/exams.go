@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // AttemptState is where an exam attempt stands.
@@ -58,7 +56,7 @@ type Command struct {
 	At      time.Time
 }
 
-// Exams keeps exam attempts. SQLite implements it beside Store.
+// Exams keeps exam attempts. SQLite and PostgreSQL implement it beside Store.
 type Exams interface {
 	// StartAttempt inserts a (active) and sets its ID. ErrExists if the user
 	// already has an active attempt at any exam.
@@ -87,21 +85,21 @@ type Exams interface {
 	VoidAttempt(ctx context.Context, id, by int64, reason string) error
 }
 
-var _ Exams = (*SQLite)(nil)
+var _ Exams = (*sqlDB)(nil)
 
 // StartAttempt implements Exams.
-func (s *SQLite) StartAttempt(ctx context.Context, a *Attempt) error {
+func (s *sqlDB) StartAttempt(ctx context.Context, a *Attempt) error {
 	if a.ExamID == "" || len(a.Seed) < 16 || !a.Deadline.After(a.StartedAt) {
 		return fmt.Errorf("start attempt: %w: exam id, a seed of 16+ bytes and a deadline after the start are required", ErrInvalid)
 	}
 	a.State = AttemptActive
 	err := s.w.QueryRowContext(ctx, `INSERT INTO exam_attempts (user_id, exam_id, seed, state, started_at, deadline_at)
-		VALUES (?, ?, ?, 'active', ?, ?) RETURNING id`, a.UserID, a.ExamID, a.Seed, toDB(a.StartedAt), toDB(a.Deadline)).Scan(&a.ID)
-	if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+		VALUES ($1, $2, $3, 'active', $4, $5) RETURNING id`, a.UserID, a.ExamID, a.Seed, toDB(a.StartedAt), toDB(a.Deadline)).Scan(&a.ID)
+	if s.d.isUnique(err) {
 		return fmt.Errorf("start attempt: user %d: %w: an attempt is active", a.UserID, ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("start attempt: %w", userMissing(err, a.UserID))
+		return fmt.Errorf("start attempt: %w", s.userMissing(err, a.UserID))
 	}
 	return nil
 }
@@ -122,7 +120,7 @@ func scanAttempt(row scanner) (*Attempt, error) {
 	return &a, nil
 }
 
-func (s *SQLite) oneAttempt(ctx context.Context, what, where string, arg any) (*Attempt, error) {
+func (s *sqlDB) oneAttempt(ctx context.Context, what, where string, arg any) (*Attempt, error) {
 	a, err := scanAttempt(s.r.QueryRowContext(ctx, "SELECT "+attemptColumns+" FROM exam_attempts WHERE "+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
@@ -134,19 +132,19 @@ func (s *SQLite) oneAttempt(ctx context.Context, what, where string, arg any) (*
 }
 
 // Attempt implements Exams.
-func (s *SQLite) Attempt(ctx context.Context, id int64) (*Attempt, error) {
-	return s.oneAttempt(ctx, fmt.Sprintf("attempt %d", id), "id = ?", id)
+func (s *sqlDB) Attempt(ctx context.Context, id int64) (*Attempt, error) {
+	return s.oneAttempt(ctx, fmt.Sprintf("attempt %d", id), "id = $1", id)
 }
 
 // ActiveAttempt implements Exams.
-func (s *SQLite) ActiveAttempt(ctx context.Context, userID int64) (*Attempt, error) {
-	return s.oneAttempt(ctx, fmt.Sprintf("active attempt of user %d", userID), "user_id = ? AND state = 'active'", userID)
+func (s *sqlDB) ActiveAttempt(ctx context.Context, userID int64) (*Attempt, error) {
+	return s.oneAttempt(ctx, fmt.Sprintf("active attempt of user %d", userID), "user_id = $1 AND state = 'active'", userID)
 }
 
 // Attempts implements Exams.
-func (s *SQLite) Attempts(ctx context.Context, examID string, userID int64) ([]Attempt, error) {
+func (s *sqlDB) Attempts(ctx context.Context, examID string, userID int64) ([]Attempt, error) {
 	rows, err := s.r.QueryContext(ctx, "SELECT "+attemptColumns+` FROM exam_attempts
-		WHERE (? = '' OR exam_id = ?) AND (? = 0 OR user_id = ?) ORDER BY started_at DESC, id DESC`, examID, examID, userID, userID)
+		WHERE (exam_id = $1 OR $1 = '') AND (user_id = $2 OR $2 = 0) ORDER BY started_at DESC, id DESC`, examID, userID)
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
 	}
@@ -163,9 +161,9 @@ func (s *SQLite) Attempts(ctx context.Context, examID string, userID int64) ([]A
 }
 
 // SaveAnswer implements Exams.
-func (s *SQLite) SaveAnswer(ctx context.Context, attemptID int64, task int, answer string) error {
+func (s *sqlDB) SaveAnswer(ctx context.Context, attemptID int64, task int, answer string) error {
 	res, err := s.w.ExecContext(ctx, `INSERT INTO exam_tasks (attempt_id, task, answer, saved_at)
-		SELECT id, ?, ?, ? FROM exam_attempts WHERE id = ? AND state = 'active'
+		SELECT id, $1, $2, $3 FROM exam_attempts WHERE id = $4 AND state = 'active'
 		ON CONFLICT (attempt_id, task) DO UPDATE SET answer = excluded.answer, saved_at = excluded.saved_at`,
 		task, answer, toDB(now()), attemptID)
 	if err != nil {
@@ -178,12 +176,12 @@ func (s *SQLite) SaveAnswer(ctx context.Context, attemptID int64, task int, answ
 }
 
 // GradeTask implements Exams.
-func (s *SQLite) GradeTask(ctx context.Context, attemptID int64, task int, score float64, report string) error {
+func (s *sqlDB) GradeTask(ctx context.Context, attemptID int64, task int, score float64, report string) error {
 	if err := checkScore(score); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO exam_tasks (attempt_id, task, graded, score, report) VALUES (?, ?, 1, ?, ?)
-		ON CONFLICT (attempt_id, task) DO UPDATE SET graded = 1, score = excluded.score, report = excluded.report`,
+	_, err := s.w.ExecContext(ctx, `INSERT INTO exam_tasks (attempt_id, task, graded, score, report) VALUES ($1, $2, TRUE, $3, $4)
+		ON CONFLICT (attempt_id, task) DO UPDATE SET graded = TRUE, score = excluded.score, report = excluded.report`,
 		attemptID, task, score, report)
 	if err != nil {
 		return fmt.Errorf("grade task %d/%d: %w", attemptID, task, err)
@@ -192,8 +190,8 @@ func (s *SQLite) GradeTask(ctx context.Context, attemptID int64, task int, score
 }
 
 // Tasks implements Exams.
-func (s *SQLite) Tasks(ctx context.Context, attemptID int64) ([]AttemptTask, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT task, answer, saved_at, graded, score, report FROM exam_tasks WHERE attempt_id = ? ORDER BY task`, attemptID)
+func (s *sqlDB) Tasks(ctx context.Context, attemptID int64) ([]AttemptTask, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT task, answer, saved_at, graded, score, report FROM exam_tasks WHERE attempt_id = $1 ORDER BY task`, attemptID)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of attempt %d: %w", attemptID, err)
 	}
@@ -214,12 +212,12 @@ func (s *SQLite) Tasks(ctx context.Context, attemptID int64) ([]AttemptTask, err
 }
 
 // LogCommand implements Exams.
-func (s *SQLite) LogCommand(ctx context.Context, attemptID int64, c Command) error {
+func (s *sqlDB) LogCommand(ctx context.Context, attemptID int64, c Command) error {
 	at := c.At
 	if at.IsZero() {
 		at = now()
 	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO exam_commands (attempt_id, task, node, command, at) VALUES (?, ?, ?, ?, ?)`,
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO exam_commands (attempt_id, task, node, command, at) VALUES ($1, $2, $3, $4, $5)`,
 		attemptID, c.Task, c.Node, c.Command, toDB(at)); err != nil {
 		return fmt.Errorf("log command of attempt %d: %w", attemptID, err)
 	}
@@ -227,8 +225,8 @@ func (s *SQLite) LogCommand(ctx context.Context, attemptID int64, c Command) err
 }
 
 // Commands implements Exams.
-func (s *SQLite) Commands(ctx context.Context, attemptID int64) ([]Command, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT task, node, command, at FROM exam_commands WHERE attempt_id = ? ORDER BY id`, attemptID)
+func (s *sqlDB) Commands(ctx context.Context, attemptID int64) ([]Command, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT task, node, command, at FROM exam_commands WHERE attempt_id = $1 ORDER BY id`, attemptID)
 	if err != nil {
 		return nil, fmt.Errorf("commands of attempt %d: %w", attemptID, err)
 	}
@@ -247,12 +245,12 @@ func (s *SQLite) Commands(ctx context.Context, attemptID int64) ([]Command, erro
 }
 
 // SubmitAttempt implements Exams.
-func (s *SQLite) SubmitAttempt(ctx context.Context, id int64, score float64, passed, auto bool) error {
+func (s *sqlDB) SubmitAttempt(ctx context.Context, id int64, score float64, passed, auto bool) error {
 	if err := checkScore(score); err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET state = 'submitted', submitted_at = ?, score = ?, passed = ?, auto = ?
-		WHERE id = ? AND state = 'active'`, toDB(now()), score, passed, auto, id)
+	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET state = 'submitted', submitted_at = $1, score = $2, passed = $3, auto = $4
+		WHERE id = $5 AND state = 'active'`, toDB(now()), score, passed, auto, id)
 	if err != nil {
 		return fmt.Errorf("submit attempt %d: %w", id, err)
 	}
@@ -263,13 +261,13 @@ func (s *SQLite) SubmitAttempt(ctx context.Context, id int64, score float64, pas
 }
 
 // VoidAttempt implements Exams.
-func (s *SQLite) VoidAttempt(ctx context.Context, id, by int64, reason string) error {
+func (s *sqlDB) VoidAttempt(ctx context.Context, id, by int64, reason string) error {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return fmt.Errorf("void attempt %d: %w: a reason is required", id, ErrInvalid)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET state = 'voided', passed = 0, void_reason = ?, voided_by = ?,
-		submitted_at = COALESCE(submitted_at, ?) WHERE id = ? AND state != 'voided'`, reason, nullID(by), toDB(now()), id)
+	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET state = 'voided', passed = FALSE, void_reason = $1, voided_by = $2,
+		submitted_at = COALESCE(submitted_at, $3) WHERE id = $4 AND state != 'voided'`, reason, nullID(by), toDB(now()), id)
 	if err != nil {
 		return fmt.Errorf("void attempt %d: %w", id, err)
 	}

@@ -9,7 +9,26 @@ import (
 	"github.com/commlab/commlab/server/store"
 )
 
-func newUser(t *testing.T, s *store.SQLite, email string) *store.User {
+// examStore is what the exam and certificate pages use.
+type examStore interface {
+	store.Store
+	store.Exams
+	store.Certs
+}
+
+// opener opens the same database on every call.
+type opener func(t *testing.T) examStore
+
+func sqliteOpener(t *testing.T) opener {
+	path := filepath.Join(t.TempDir(), "commlab.db")
+	return func(t *testing.T) examStore { return openT(t, path) }
+}
+
+func TestCertificates(t *testing.T) { testCertificates(t, sqliteOpener(t)) }
+
+func TestAttempts(t *testing.T) { testAttempts(t, sqliteOpener(t)) }
+
+func newUser(t *testing.T, s store.Store, email string) *store.User {
 	t.Helper()
 	u := &store.User{Email: email, Name: email, Role: store.RoleLearner, PasswordHash: "x"}
 	if err := s.CreateUser(ctxT(t), u); err != nil {
@@ -18,9 +37,9 @@ func newUser(t *testing.T, s *store.SQLite, email string) *store.User {
 	return u
 }
 
-func TestCertificates(t *testing.T) {
+func testCertificates(t *testing.T, open opener) {
 	ctx := ctxT(t)
-	s := openT(t, filepath.Join(t.TempDir(), "c.db"))
+	s := open(t)
 	defer s.Close()
 	u := newUser(t, s, "a@example.com")
 	r := &store.CertRecord{ID: "CL-AAAA-BBBB-CCCC-DDDD", UserID: u.ID, Document: []byte(`{"doc":1}` + "\n")}
@@ -59,10 +78,9 @@ func TestCertificates(t *testing.T) {
 	}
 }
 
-func TestAttempts(t *testing.T) {
+func testAttempts(t *testing.T, open opener) {
 	ctx := ctxT(t)
-	path := filepath.Join(t.TempDir(), "a.db")
-	s := openT(t, path)
+	s := open(t)
 	u := newUser(t, s, "c@example.com")
 	start := time.Now().UTC().Truncate(time.Microsecond)
 	a := &store.Attempt{UserID: u.ID, ExamID: "m12", Seed: make([]byte, 32), StartedAt: start, Deadline: start.Add(90 * time.Minute)}
@@ -80,7 +98,7 @@ func TestAttempts(t *testing.T) {
 	}
 	// A restart keeps the answer, the commands and the deadline.
 	s.Close()
-	s = openT(t, path)
+	s = open(t)
 	defer s.Close()
 	act, err := s.ActiveAttempt(ctx, u.ID)
 	if err != nil || act.ID != a.ID || !act.Deadline.Equal(a.Deadline) || len(act.Seed) != 32 {

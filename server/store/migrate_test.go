@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +38,7 @@ func TestMigrationFailureRollsBack(t *testing.T) {
 		"0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
 		"0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1);")},
 	}
-	err := migrate(ctx, db, fsys)
+	err := migrate(ctx, db, sqliteDialect, fsys)
 	if err == nil || !strings.Contains(err.Error(), "0002_b.sql") {
 		t.Fatalf("migrate error = %v, want one naming 0002_b.sql", err)
 	}
@@ -52,7 +51,7 @@ func TestMigrationFailureRollsBack(t *testing.T) {
 		t.Errorf("table b exists after failed migration (count %d, err %v)", n, err)
 	}
 	fsys["0002_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (x INTEGER);")}
-	if err := migrate(ctx, db, fsys); err != nil {
+	if err := migrate(ctx, db, sqliteDialect, fsys); err != nil {
 		t.Fatalf("migrate after fix: %v", err)
 	}
 	if v := version(t, db); v != 2 {
@@ -84,7 +83,7 @@ func TestLoadMigrationsRejectsBadSets(t *testing.T) {
 }
 
 func TestEmbeddedMigrationsHaveNoGaps(t *testing.T) {
-	sub, err := fs.Sub(migrationFiles, "migrations")
+	sub, err := embeddedMigrations(sqliteDialect)
 	if err != nil {
 		t.Fatal(err)
 	}

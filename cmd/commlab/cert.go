@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/commlab/commlab/cert"
-	"github.com/commlab/commlab/server/store"
 )
 
 // certKeyFile is the certificate signing key in the data directory.
@@ -97,7 +96,7 @@ not revoked; otherwise it says why and exits 1.`,
 		Short: "Revoke a certificate issued by this installation, with a reason",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := store.OpenSQLite(cmd.Context(), filepath.Join(g.dataDir, "commlab.db"))
+			st, err := g.openStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -8,14 +8,18 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/commlab/commlab/server/store"
 )
 
 // globals are the flags every subcommand shares.
 type globals struct {
 	dataDir  string
+	store    string
 	logLevel string
 }
 
@@ -40,6 +44,7 @@ func newRootCmd() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data", envOr("COMMLAB_DATA", "data"), "data directory (database, journal, recordings); env COMMLAB_DATA")
+	root.PersistentFlags().StringVar(&g.store, "store", os.Getenv("COMMLAB_STORE"), "database: a PostgreSQL URL (postgres://user@host/db) or an SQLite file; default DATA/commlab.db; env COMMLAB_STORE")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("COMMLAB_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	root.AddCommand(
 		newVersionCmd(),
@@ -55,6 +60,15 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 	)
 	return root
+}
+
+// openStore opens the database --store names, by default the SQLite file
+// commlab.db in the data directory.
+func (g *globals) openStore(ctx context.Context) (store.DB, error) {
+	if g.store == "" {
+		return store.OpenSQLite(ctx, filepath.Join(g.dataDir, "commlab.db"))
+	}
+	return store.Open(ctx, g.store)
 }
 
 func (g *globals) setupLogging() error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commlab/commlab/internal/pgtest"
 	"github.com/commlab/commlab/server/store"
 )
 
@@ -59,28 +60,48 @@ func TestBrokenFrontMatterStopsCheckAndServe(t *testing.T) {
 	}
 }
 
+// TestUserRole runs the user commands on each store: the SQLite file in --data
+// and a PostgreSQL database named by --store.
 func TestUserRole(t *testing.T) {
-	data := t.TempDir()
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(data, "commlab.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(context.Background(), &store.User{Email: "ann@example.com", Name: "Ann", Role: store.RoleLearner, PasswordHash: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	if out, err := run(t, "--data", data, "user", "role", "Ann@Example.com", "instructor"); err != nil || !strings.Contains(out, "now instructor") {
-		t.Fatalf("user role: %v %s", err, out)
-	}
-	out, err := run(t, "--data", data, "user", "list")
-	if err != nil || !strings.Contains(out, "ann@example.com") || !strings.Contains(out, "instructor") {
-		t.Errorf("user list: %v\n%s", err, out)
-	}
-	if _, err := run(t, "--data", data, "user", "role", "ann@example.com", "root"); err == nil || !strings.Contains(err.Error(), "want learner, instructor or admin") {
-		t.Errorf("bad role: %v", err)
-	}
-	if _, err := run(t, "--data", data, "user", "role", "nobody@example.com", "admin"); err == nil {
-		t.Error("unknown account accepted")
+	for _, tc := range []struct {
+		name  string
+		where func(t *testing.T) (flags []string, spec string)
+	}{
+		{"sqlite", func(t *testing.T) ([]string, string) {
+			data := t.TempDir()
+			return []string{"--data", data}, filepath.Join(data, "commlab.db")
+		}},
+		{"postgres", func(t *testing.T) ([]string, string) {
+			pg := pgtest.Start(t)
+			url := pg.URL(pg.NewDB(t))
+			return []string{"--data", t.TempDir(), "--store", url}, url
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags, spec := tc.where(t)
+			st, err := store.Open(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CreateUser(context.Background(), &store.User{Email: "ann@example.com", Name: "Ann", Role: store.RoleLearner, PasswordHash: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			cmd := func(args ...string) (string, error) { return run(t, append(flags, args...)...) }
+			if out, err := cmd("user", "role", "Ann@Example.com", "instructor"); err != nil || !strings.Contains(out, "now instructor") {
+				t.Fatalf("user role: %v %s", err, out)
+			}
+			out, err := cmd("user", "list")
+			if err != nil || !strings.Contains(out, "ann@example.com") || !strings.Contains(out, "instructor") {
+				t.Errorf("user list: %v\n%s", err, out)
+			}
+			if _, err := cmd("user", "role", "ann@example.com", "root"); err == nil || !strings.Contains(err.Error(), "want learner, instructor or admin") {
+				t.Errorf("bad role: %v", err)
+			}
+			if _, err := cmd("user", "role", "nobody@example.com", "admin"); err == nil {
+				t.Error("unknown account accepted")
+			}
+		})
 	}
 }
 

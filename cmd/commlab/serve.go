@@ -19,7 +19,6 @@ import (
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server"
 	"github.com/commlab/commlab/server/auth"
-	"github.com/commlab/commlab/server/store"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -33,7 +32,8 @@ func newServeCmd(g *globals) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the course and labs over HTTP",
 		Long: `serve starts the web server: course pages, accounts, progress, /healthz and
-/metrics. State lives in the data directory (--data): commlab.db (SQLite),
+/metrics. State lives in the data directory (--data): commlab.db (SQLite; or
+a PostgreSQL database with --store postgres://...),
 secret.key (mode 0600: keys CSRF tokens and the learners' variant seeds) and
 cert.key (mode 0600: the ed25519 key that signs exam certificates; its public half
 is served at /cert/key.pem). With --content DIR the course is read from DIR
@@ -65,7 +65,7 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 					return err
 				}
 			}
-			st, err := store.OpenSQLite(ctx, filepath.Join(g.dataDir, "commlab.db"))
+			st, err := g.openStore(ctx)
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -16,9 +15,7 @@ func newUserCmd(g *globals) *cobra.Command {
 		Use:   "user",
 		Short: "List accounts and change their roles (learner, instructor, admin)",
 	}
-	open := func(cmd *cobra.Command) (*store.SQLite, error) {
-		return store.OpenSQLite(cmd.Context(), filepath.Join(g.dataDir, "commlab.db"))
-	}
+	open := func(cmd *cobra.Command) (store.DB, error) { return g.openStore(cmd.Context()) }
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List every account with its role",

@@ -10,6 +10,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -114,17 +115,17 @@ func Start(t testing.TB) *Server {
 	return &Server{dir: dir}
 }
 
-// DSN returns the connection string of database db on s.
-func (s *Server) DSN(db string) string {
-	return fmt.Sprintf("host=%s user=postgres dbname=%s sslmode=disable", s.dir, db)
+// URL returns the URL of database db on s, as `commlab --store` takes it.
+func (s *Server) URL(db string) string {
+	return "postgres:///" + db + "?" + url.Values{"host": {s.dir}, "user": {"postgres"}, "sslmode": {"disable"}}.Encode()
 }
 
-// NewDB creates an empty database and returns its connection string.
+// NewDB creates an empty database and returns its name.
 func (s *Server) NewDB(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("t%d", s.dbs.Add(1))
 	s.Exec(t, "postgres", "CREATE DATABASE "+name)
-	return s.DSN(name)
+	return name
 }
 
 // Exec runs statements in database db as the superuser.
@@ -132,7 +133,7 @@ func (s *Server) Exec(t testing.TB, db, sql string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN(db))
+	conn, err := pgx.Connect(ctx, s.URL(db))
 	if err != nil {
 		t.Fatalf("connect to %s: %v", db, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -56,12 +55,6 @@ var postgresDialect = dialect{
 	snapshot:       &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	isUnique:       func(err error) bool { return pgCode(err) == pgUniqueViolation },
 	isForeignKey:   func(err error) bool { return pgCode(err) == pgForeignKeyViolation },
-}
-
-// IsPostgresURL reports whether spec names a PostgreSQL database
-// (postgres:// or postgresql://) rather than an SQLite file.
-func IsPostgresURL(spec string) bool {
-	return strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://")
 }
 
 // OpenPostgres connects to the database that url names (libpq's URL or

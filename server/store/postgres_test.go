@@ -11,9 +11,9 @@ import (
 	"github.com/commlab/commlab/server/store/storetest"
 )
 
-func openPG(t *testing.T, dsn string) *store.Postgres {
+func openPG(t *testing.T, url string) *store.Postgres {
 	t.Helper()
-	s, err := store.OpenPostgres(ctxT(t), dsn)
+	s, err := store.OpenPostgres(ctxT(t), url)
 	if err != nil {
 		t.Fatalf("OpenPostgres: %v", err)
 	}
@@ -26,11 +26,11 @@ func openPG(t *testing.T, dsn string) *store.Postgres {
 func TestPostgres(t *testing.T) {
 	pg := pgtest.Start(t)
 	pgOpener := func(t *testing.T) opener {
-		dsn := pg.NewDB(t)
-		return func(t *testing.T) examStore { return openPG(t, dsn) }
+		url := pg.URL(pg.NewDB(t))
+		return func(t *testing.T) examStore { return openPG(t, url) }
 	}
 	t.Run("Conformance", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) store.Store { return openPG(t, pg.NewDB(t)) })
+		storetest.Run(t, func(t *testing.T) store.Store { return openPG(t, pg.URL(pg.NewDB(t))) })
 	})
 	t.Run("Certificates", func(t *testing.T) { testCertificates(t, pgOpener(t)) })
 	t.Run("Attempts", func(t *testing.T) { testAttempts(t, pgOpener(t)) })
@@ -38,13 +38,13 @@ func TestPostgres(t *testing.T) {
 	t.Run("ReplicasMigrateTogether", func(t *testing.T) {
 		// Replicas started at once all migrate the same empty database; the
 		// advisory lock lets one apply each migration and the others see it.
-		dsn := pg.NewDB(t)
+		url := pg.URL(pg.NewDB(t))
 		const n = 4
 		stores := make([]*store.Postgres, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { stores[i], errs[i] = store.OpenPostgres(ctxT(t), dsn) })
+			wg.Go(func() { stores[i], errs[i] = store.OpenPostgres(ctxT(t), url) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -65,13 +65,12 @@ func TestPostgres(t *testing.T) {
 	})
 
 	t.Run("NewerSchemaRefused", func(t *testing.T) {
-		dsn := pg.NewDB(t)
-		if err := openPG(t, dsn).Close(); err != nil {
+		db := pg.NewDB(t)
+		if err := openPG(t, pg.URL(db)).Close(); err != nil {
 			t.Fatal(err)
 		}
-		db := dsn[strings.LastIndex(dsn, "dbname=")+len("dbname=") : strings.LastIndex(dsn, " ")]
 		pg.Exec(t, db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', 0)")
-		s, err := store.OpenPostgres(ctxT(t), dsn)
+		s, err := store.OpenPostgres(ctxT(t), pg.URL(db))
 		if err == nil {
 			s.Close()
 			t.Fatal("OpenPostgres on a newer schema succeeded, want ErrSchemaTooNew")

@@ -1,8 +1,9 @@
 // Package store keeps commlab's durable state: accounts and roles, login
 // sessions, and each learner's progress through the course. Callers use the
-// Store interface; SQLite (one file, the default) implements it here, and a
-// PostgreSQL implementation can follow without touching callers. Every
-// implementation must pass the conformance suite in store/storetest.
+// Store interface; SQLite (one file, the default) and PostgreSQL (a server,
+// for workshops and several commlab replicas) implement it, with the same
+// queries through a dialect. Every implementation must pass the conformance
+// suite in store/storetest.
 package store
 
 import (

@@ -110,14 +110,14 @@ func TestUpgradeFromOlderSchemas(t *testing.T) {
 			func(*testing.T) {}},
 		{postgresDialect,
 			func(t *testing.T) (*sql.DB, string) {
-				dsn := pg.NewDB(t)
-				db, err := sql.Open("pgx", dsn)
+				url := pg.URL(pg.NewDB(t))
+				db, err := sql.Open("pgx", url)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return db, dsn
+				return db, url
 			},
-			func(ctx context.Context, dsn string) (Store, error) { return OpenPostgres(ctx, dsn) },
+			func(ctx context.Context, url string) (Store, error) { return OpenPostgres(ctx, url) },
 			func(t *testing.T) {
 				if pg == nil {
 					pg = pgtest.Start(t)

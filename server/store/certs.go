@@ -55,7 +55,7 @@ func (s *sqlDB) PutCertificate(ctx context.Context, r *CertRecord) error {
 	r.IssuedAt = now()
 	_, err := s.w.ExecContext(ctx, `INSERT INTO certificates (id, user_id, attempt_id, document, issued_at) VALUES ($1, $2, $3, $4, $5)`,
 		r.ID, nullID(r.UserID), nullID(r.AttemptID), r.Document, toDB(r.IssuedAt))
-	if s.d.isUnique(err) {
+	if isUnique(err) {
 		return fmt.Errorf("put certificate %s: %w", r.ID, ErrExists)
 	}
 	if err != nil {

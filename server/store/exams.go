@@ -95,11 +95,11 @@ func (s *sqlDB) StartAttempt(ctx context.Context, a *Attempt) error {
 	a.State = AttemptActive
 	err := s.w.QueryRowContext(ctx, `INSERT INTO exam_attempts (user_id, exam_id, seed, state, started_at, deadline_at)
 		VALUES ($1, $2, $3, 'active', $4, $5) RETURNING id`, a.UserID, a.ExamID, a.Seed, toDB(a.StartedAt), toDB(a.Deadline)).Scan(&a.ID)
-	if s.d.isUnique(err) {
+	if isUnique(err) {
 		return fmt.Errorf("start attempt: user %d: %w: an attempt is active", a.UserID, ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("start attempt: %w", s.userMissing(err, a.UserID))
+		return fmt.Errorf("start attempt: %w", userMissing(err, a.UserID))
 	}
 	return nil
 }

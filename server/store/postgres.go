@@ -53,8 +53,6 @@ var postgresDialect = dialect{
 	)`,
 	lockMigrations: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLockKey),
 	snapshot:       &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-	isUnique:       func(err error) bool { return pgCode(err) == pgUniqueViolation },
-	isForeignKey:   func(err error) bool { return pgCode(err) == pgForeignKeyViolation },
 }
 
 // OpenPostgres connects to the database that url names (libpq's URL or

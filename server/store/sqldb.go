@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Each dialect has its own directory of migrations, NNNN_name.sql; the same
@@ -45,8 +47,6 @@ type dialect struct {
 	// snapshot are the options of a read-only transaction whose queries all
 	// see one snapshot.
 	snapshot *sql.TxOptions
-	// isUnique and isForeignKey classify constraint violations.
-	isUnique, isForeignKey func(error) bool
 }
 
 // sqlDB implements Store, Exams and Certs on database/sql for a dialect.
@@ -183,9 +183,22 @@ func hashToken(token string) []byte {
 	return h[:]
 }
 
+// isUnique reports whether err is a violated UNIQUE or PRIMARY KEY
+// constraint, from either database.
+func isUnique(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || pgCode(err) == pgUniqueViolation
+}
+
+// isForeignKey reports whether err is a violated FOREIGN KEY constraint,
+// from either database.
+func isForeignKey(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY || pgCode(err) == pgForeignKeyViolation
+}
+
 // userMissing maps a foreign-key violation on user_id to ErrNotFound.
-func (s *sqlDB) userMissing(err error, userID int64) error {
-	if s.d.isForeignKey(err) {
+func userMissing(err error, userID int64) error {
+	if isForeignKey(err) {
 		return fmt.Errorf("user %d: %w", userID, ErrNotFound)
 	}
 	return err
@@ -227,7 +240,7 @@ func (s *sqlDB) CreateUser(ctx context.Context, u *User) error {
 	err := s.w.QueryRowContext(ctx,
 		"INSERT INTO users (email, email_key, name, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
 		u.Email, emailKey(u.Email), u.Name, string(u.Role), u.PasswordHash, toDB(created)).Scan(&id)
-	if s.d.isUnique(err) {
+	if isUnique(err) {
 		return fmt.Errorf("create user %s: %w", u.Email, ErrExists)
 	}
 	if err != nil {
@@ -335,7 +348,7 @@ func (s *sqlDB) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 	_, err := s.w.ExecContext(ctx, "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
 		hashToken(token), userID, toDB(t), toDB(t.Add(ttl)))
 	if err != nil {
-		return "", fmt.Errorf("create session: %w", s.userMissing(err, userID))
+		return "", fmt.Errorf("create session: %w", userMissing(err, userID))
 	}
 	return token, nil
 }
@@ -414,7 +427,7 @@ type execer interface {
 // merges them into the existing row with onConflict, where the existing row
 // is "progress" and the new one "excluded". One statement, so concurrent
 // recorders cannot lose each other's updates.
-func (s *sqlDB) upsertProgress(ctx context.Context, db execer, what string, userID int64, chapterID string, cols string, vals []any, onConflict string) error {
+func upsertProgress(ctx context.Context, db execer, what string, userID int64, chapterID string, cols string, vals []any, onConflict string) error {
 	if err := checkChapter(chapterID); err != nil {
 		return fmt.Errorf("%s for user %d: %w", what, userID, err)
 	}
@@ -426,14 +439,14 @@ func (s *sqlDB) upsertProgress(ctx context.Context, db execer, what string, user
 	q := "INSERT INTO progress (user_id, chapter_id, updated_at, " + cols + ") VALUES (" + strings.Join(ph, ", ") + ")" +
 		" ON CONFLICT (user_id, chapter_id) DO UPDATE SET updated_at = excluded.updated_at, " + onConflict
 	if _, err := db.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("%s for user %d chapter %s: %w", what, userID, chapterID, s.userMissing(err, userID))
+		return fmt.Errorf("%s for user %d chapter %s: %w", what, userID, chapterID, userMissing(err, userID))
 	}
 	return nil
 }
 
 // MarkRead implements Store.
 func (s *sqlDB) MarkRead(ctx context.Context, userID int64, chapterID string) error {
-	return s.upsertProgress(ctx, s.w, "mark read", userID, chapterID, "is_read", []any{true}, "is_read = TRUE")
+	return upsertProgress(ctx, s.w, "mark read", userID, chapterID, "is_read", []any{true}, "is_read = TRUE")
 }
 
 // RecordQuiz implements Store.
@@ -445,7 +458,7 @@ func (s *sqlDB) RecordQuiz(ctx context.Context, userID int64, chapterID string, 
 	if err != nil {
 		return fmt.Errorf("record quiz for user %d chapter %s: %w", userID, chapterID, err)
 	}
-	return s.upsertProgress(ctx, s.w, "record quiz", userID, chapterID, "quiz_score, quiz_passed, quiz_answers", []any{score, passed, string(given)},
+	return upsertProgress(ctx, s.w, "record quiz", userID, chapterID, "quiz_score, quiz_passed, quiz_answers", []any{score, passed, string(given)},
 		"quiz_score = "+greatest("progress.quiz_score", "excluded.quiz_score")+
 			", quiz_passed = progress.quiz_passed OR excluded.quiz_passed, quiz_answers = excluded.quiz_answers")
 }
@@ -468,7 +481,7 @@ func (s *sqlDB) RecordLab(ctx context.Context, userID int64, chapterID, labID st
 			tx.Rollback()
 		}
 	}()
-	if err := s.upsertProgress(ctx, tx, "record lab", userID, chapterID, "lab_score, lab_passed, lab_attempts", []any{score, passed, 1},
+	if err := upsertProgress(ctx, tx, "record lab", userID, chapterID, "lab_score, lab_passed, lab_attempts", []any{score, passed, 1},
 		"lab_score = "+greatest("progress.lab_score", "excluded.lab_score")+
 			", lab_passed = progress.lab_passed OR excluded.lab_passed, lab_attempts = progress.lab_attempts + 1"); err != nil {
 		return err
@@ -477,7 +490,7 @@ func (s *sqlDB) RecordLab(ctx context.Context, userID int64, chapterID, labID st
 		" ON CONFLICT (user_id, lab_id) DO UPDATE SET score = "+greatest("lab_progress.score", "excluded.score")+
 		", passed = lab_progress.passed OR excluded.passed, attempts = lab_progress.attempts + 1, chapter_id = excluded.chapter_id, updated_at = excluded.updated_at",
 		userID, labID, chapterID, score, passed, toDB(now())); err != nil {
-		return fmt.Errorf("record lab for user %d lab %s: %w", userID, labID, s.userMissing(err, userID))
+		return fmt.Errorf("record lab for user %d lab %s: %w", userID, labID, userMissing(err, userID))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record lab for user %d lab %s: commit: %w", userID, labID, err)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // busyTimeout is how long a connection waits for another process's write
@@ -43,11 +42,6 @@ var sqliteDialect = dialect{
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`,
-	isUnique: func(err error) bool {
-		c := sqliteCode(err)
-		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-	},
-	isForeignKey: func(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
 }
 
 // sqliteCode returns the extended result code of a driver error, or 0.

@@ -207,6 +207,18 @@ func checkUpgraded(t *testing.T, ctx context.Context, s Store, from int) {
 	}
 }
 
+// TestNoMigrationOutsideADialect: a migration left directly in migrations/
+// would not be embedded at all.
+func TestNoMigrationOutsideADialect(t *testing.T) {
+	stray, err := filepath.Glob("migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range stray {
+		t.Errorf("%s is in no dialect: move it to migrations/sqlite/ and port it to migrations/postgres/ (same name)", f)
+	}
+}
+
 // TestDialectsHaveTheSameMigrations: every schema change exists for both
 // databases under the same name, so neither falls behind.
 func TestDialectsHaveTheSameMigrations(t *testing.T) {

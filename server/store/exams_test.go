@@ -135,9 +135,14 @@ func testAttempts(t *testing.T, open opener) {
 	if got.State != store.AttemptVoided || got.Passed || got.VoidReason != "impersonation" {
 		t.Errorf("voided attempt = %+v", got)
 	}
-	list, err := s.Attempts(ctx, "m12", 0)
-	if err != nil || len(list) != 1 {
-		t.Errorf("Attempts = %+v, %v", list, err)
+	for _, q := range []struct {
+		exam string
+		user int64
+		want int
+	}{{"m12", 0, 1}, {"", u.ID, 1}, {"m12", u.ID, 1}, {"", 0, 1}, {"other", 0, 0}, {"", u.ID + 1, 0}} {
+		if list, err := s.Attempts(ctx, q.exam, q.user); err != nil || len(list) != q.want {
+			t.Errorf("Attempts(%q, %d) = %+v, %v; want %d", q.exam, q.user, list, err, q.want)
+		}
 	}
 	// With the first attempt over, a new one may start.
 	if err := s.StartAttempt(ctx, &store.Attempt{UserID: u.ID, ExamID: "m12", Seed: make([]byte, 32), StartedAt: start, Deadline: start.Add(time.Hour)}); err != nil {

@@ -9,19 +9,12 @@ import (
 	"github.com/commlab/commlab/server/store"
 )
 
-// examStore is what the exam and certificate pages use.
-type examStore interface {
-	store.Store
-	store.Exams
-	store.Certs
-}
-
 // opener opens the same database on every call.
-type opener func(t *testing.T) examStore
+type opener func(t *testing.T) store.DB
 
 func sqliteOpener(t *testing.T) opener {
 	path := filepath.Join(t.TempDir(), "commlab.db")
-	return func(t *testing.T) examStore { return openT(t, path) }
+	return func(t *testing.T) store.DB { return openT(t, path) }
 }
 
 func TestCertificates(t *testing.T) { testCertificates(t, sqliteOpener(t)) }

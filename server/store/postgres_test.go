@@ -27,7 +27,7 @@ func TestPostgres(t *testing.T) {
 	pg := pgtest.Start(t)
 	pgOpener := func(t *testing.T) opener {
 		url := pg.URL(pg.NewDB(t))
-		return func(t *testing.T) examStore { return openPG(t, url) }
+		return func(t *testing.T) store.DB { return openPG(t, url) }
 	}
 	t.Run("Conformance", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store { return openPG(t, pg.URL(pg.NewDB(t))) })

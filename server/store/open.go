@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 )
 
@@ -19,10 +20,14 @@ var (
 )
 
 // Open opens the database spec names: a PostgreSQL URL (postgres:// or
-// postgresql://) or else the path of an SQLite file.
+// postgresql://) or else the path of an SQLite file. Any other URL is
+// refused rather than taken for a file name.
 func Open(ctx context.Context, spec string) (DB, error) {
-	if IsPostgresURL(spec) {
+	switch {
+	case IsPostgresURL(spec):
 		return OpenPostgres(ctx, spec)
+	case strings.Contains(spec, "://"):
+		return nil, fmt.Errorf("open store %q: %w: want a postgres:// URL or the path of an SQLite file", spec, ErrInvalid)
 	}
 	return OpenSQLite(ctx, spec)
 }

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -106,5 +108,38 @@ func TestOpenPostgresErrors(t *testing.T) {
 				t.Errorf("error = %q, want one containing %q and not the password", err, tc.wantText)
 			}
 		})
+	}
+}
+
+func TestOpenPicksTheStore(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		spec    string
+		want    string // the type opened, or "" for an error
+		wantErr error
+	}{
+		{filepath.Join(dir, "commlab.db"), "*store.SQLite", nil},
+		{"mysql://u@db/commlab", "", store.ErrInvalid}, // not taken for a file name
+		{"postgresql://u@[::1/db", "", store.ErrInvalid}, // a PostgreSQL URL, so pgx's parse error
+	}
+	for _, tc := range tests {
+		s, err := store.Open(ctxT(t), tc.spec)
+		if tc.want == "" {
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, tc.wantErr) || strings.Contains(err.Error(), "sqlite") {
+				t.Errorf("Open(%q) error = %v, want %v and no SQLite file", tc.spec, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Open(%q): %v", tc.spec, err)
+			continue
+		}
+		if got := fmt.Sprintf("%T", s); got != tc.want {
+			t.Errorf("Open(%q) opened %s, want %s", tc.spec, got, tc.want)
+		}
+		s.Close()
 	}
 }

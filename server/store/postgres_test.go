@@ -119,7 +119,7 @@ func TestOpenPicksTheStore(t *testing.T) {
 		wantErr error
 	}{
 		{filepath.Join(dir, "commlab.db"), "*store.SQLite", nil},
-		{"mysql://u@db/commlab", "", store.ErrInvalid}, // not taken for a file name
+		{"mysql://u@db/commlab", "", store.ErrInvalid},   // not taken for a file name
 		{"postgresql://u@[::1/db", "", store.ErrInvalid}, // a PostgreSQL URL, so pgx's parse error
 	}
 	for _, tc := range tests {

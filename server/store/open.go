@@ -7,11 +7,12 @@ import (
 )
 
 // DB is all a database gives commlab: accounts and progress, exams and
-// certificates. SQLite and Postgres both are one.
+// certificates, workshops. SQLite and Postgres both are one.
 type DB interface {
 	Store
 	Exams
 	Certs
+	Workshops
 }
 
 var (

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Workshop is an instructor's cohort: its labs (scenario ids) in order, of
@@ -43,8 +41,8 @@ type WorkshopEvent struct {
 	At         time.Time
 }
 
-// Workshops keeps workshops, their members and their journal. SQLite
-// implements it beside Store.
+// Workshops keeps workshops, their members and their journal. SQLite and
+// PostgreSQL implement it beside Store.
 type Workshops interface {
 	// CreateWorkshop inserts w and sets its ID. A title, a code, one lab or
 	// more, a positive lab TTL and an end after the start are required
@@ -71,7 +69,7 @@ type Workshops interface {
 	WorkshopEvents(ctx context.Context, workshopID, learnerID int64) ([]WorkshopEvent, error)
 }
 
-var _ Workshops = (*SQLite)(nil)
+var _ Workshops = (*sqlDB)(nil)
 
 // NormalizeCode is how join codes compare: upper case, no spaces or dashes.
 func NormalizeCode(code string) string {
@@ -79,7 +77,7 @@ func NormalizeCode(code string) string {
 }
 
 // CreateWorkshop implements Workshops.
-func (s *SQLite) CreateWorkshop(ctx context.Context, w *Workshop) error {
+func (s *sqlDB) CreateWorkshop(ctx context.Context, w *Workshop) error {
 	w.Code = NormalizeCode(w.Code)
 	switch {
 	case strings.TrimSpace(w.Title) == "", w.Code == "", len(w.Labs) == 0:
@@ -93,9 +91,9 @@ func (s *SQLite) CreateWorkshop(ctx context.Context, w *Workshop) error {
 	}
 	labs, _ := json.Marshal(w.Labs)
 	err := s.w.QueryRowContext(ctx, `INSERT INTO workshops (instructor_id, title, code, labs, opened, lab_ttl_s, starts_at, ends_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, w.InstructorID, w.Title, w.Code, string(labs), w.Opened,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, w.InstructorID, w.Title, w.Code, string(labs), w.Opened,
 		int64(w.LabTTL/time.Second), toDB(w.StartsAt), toDB(w.EndsAt)).Scan(&w.ID)
-	if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+	if isUnique(err) {
 		return fmt.Errorf("create workshop: code %s: %w", w.Code, ErrExists)
 	}
 	if err != nil {
@@ -124,7 +122,7 @@ func scanWorkshop(row scanner) (*Workshop, error) {
 	return &w, nil
 }
 
-func (s *SQLite) oneWorkshop(ctx context.Context, what, where string, arg any) (*Workshop, error) {
+func (s *sqlDB) oneWorkshop(ctx context.Context, what, where string, arg any) (*Workshop, error) {
 	w, err := scanWorkshop(s.r.QueryRowContext(ctx, "SELECT "+workshopColumns+" FROM workshops WHERE "+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
@@ -136,19 +134,19 @@ func (s *SQLite) oneWorkshop(ctx context.Context, what, where string, arg any) (
 }
 
 // Workshop implements Workshops.
-func (s *SQLite) Workshop(ctx context.Context, id int64) (*Workshop, error) {
-	return s.oneWorkshop(ctx, fmt.Sprintf("workshop %d", id), "id = ?", id)
+func (s *sqlDB) Workshop(ctx context.Context, id int64) (*Workshop, error) {
+	return s.oneWorkshop(ctx, fmt.Sprintf("workshop %d", id), "id = $1", id)
 }
 
 // WorkshopByCode implements Workshops.
-func (s *SQLite) WorkshopByCode(ctx context.Context, code string) (*Workshop, error) {
-	return s.oneWorkshop(ctx, "workshop by code", "code = ?", NormalizeCode(code))
+func (s *sqlDB) WorkshopByCode(ctx context.Context, code string) (*Workshop, error) {
+	return s.oneWorkshop(ctx, "workshop by code", "code = $1", NormalizeCode(code))
 }
 
 // WorkshopsOf implements Workshops.
-func (s *SQLite) WorkshopsOf(ctx context.Context, userID int64) ([]Workshop, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+workshopColumns+` FROM workshops WHERE instructor_id = ?
-		OR id IN (SELECT workshop_id FROM workshop_members WHERE user_id = ?) ORDER BY starts_at DESC, id DESC`, userID, userID)
+func (s *sqlDB) WorkshopsOf(ctx context.Context, userID int64) ([]Workshop, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+workshopColumns+` FROM workshops WHERE instructor_id = $1
+		OR id IN (SELECT workshop_id FROM workshop_members WHERE user_id = $1) ORDER BY starts_at DESC, id DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("workshops of user %d: %w", userID, err)
 	}
@@ -165,10 +163,10 @@ func (s *SQLite) WorkshopsOf(ctx context.Context, userID int64) ([]Workshop, err
 }
 
 // JoinWorkshop implements Workshops.
-func (s *SQLite) JoinWorkshop(ctx context.Context, workshopID, userID int64) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO workshop_members (workshop_id, user_id, joined_at) VALUES (?, ?, ?)
+func (s *sqlDB) JoinWorkshop(ctx context.Context, workshopID, userID int64) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO workshop_members (workshop_id, user_id, joined_at) VALUES ($1, $2, $3)
 		ON CONFLICT (workshop_id, user_id) DO NOTHING`, workshopID, userID, toDB(now()))
-	if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+	if isForeignKey(err) {
 		return fmt.Errorf("join workshop %d: user %d: %w", workshopID, userID, ErrNotFound)
 	}
 	if err != nil {
@@ -178,8 +176,8 @@ func (s *SQLite) JoinWorkshop(ctx context.Context, workshopID, userID int64) err
 }
 
 // Members implements Workshops.
-func (s *SQLite) Members(ctx context.Context, workshopID int64) ([]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT user_id FROM workshop_members WHERE workshop_id = ? ORDER BY joined_at, user_id`, workshopID)
+func (s *sqlDB) Members(ctx context.Context, workshopID int64) ([]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT user_id FROM workshop_members WHERE workshop_id = $1 ORDER BY joined_at, user_id`, workshopID)
 	if err != nil {
 		return nil, fmt.Errorf("members of workshop %d: %w", workshopID, err)
 	}
@@ -196,7 +194,7 @@ func (s *SQLite) Members(ctx context.Context, workshopID int64) ([]int64, error)
 }
 
 // OpenLabs implements Workshops.
-func (s *SQLite) OpenLabs(ctx context.Context, workshopID int64, n int) error {
+func (s *sqlDB) OpenLabs(ctx context.Context, workshopID int64, n int) error {
 	w, err := s.Workshop(ctx, workshopID)
 	if err != nil {
 		return err
@@ -204,15 +202,15 @@ func (s *SQLite) OpenLabs(ctx context.Context, workshopID int64, n int) error {
 	if n < 0 || n > len(w.Labs) {
 		return fmt.Errorf("open %d labs of workshop %d: %w: it has %d", n, workshopID, ErrInvalid, len(w.Labs))
 	}
-	if _, err := s.w.ExecContext(ctx, `UPDATE workshops SET opened = ? WHERE id = ?`, n, workshopID); err != nil {
+	if _, err := s.w.ExecContext(ctx, `UPDATE workshops SET opened = $1 WHERE id = $2`, n, workshopID); err != nil {
 		return fmt.Errorf("open labs of workshop %d: %w", workshopID, err)
 	}
 	return nil
 }
 
 // EndWorkshop implements Workshops.
-func (s *SQLite) EndWorkshop(ctx context.Context, workshopID int64) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE workshops SET ended_at = COALESCE(ended_at, ?) WHERE id = ?`, toDB(now()), workshopID)
+func (s *sqlDB) EndWorkshop(ctx context.Context, workshopID int64) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE workshops SET ended_at = COALESCE(ended_at, $1) WHERE id = $2`, toDB(now()), workshopID)
 	if err != nil {
 		return fmt.Errorf("end workshop %d: %w", workshopID, err)
 	}
@@ -223,7 +221,7 @@ func (s *SQLite) EndWorkshop(ctx context.Context, workshopID int64) error {
 }
 
 // LogWorkshopEvent implements Workshops.
-func (s *SQLite) LogWorkshopEvent(ctx context.Context, e *WorkshopEvent) error {
+func (s *sqlDB) LogWorkshopEvent(ctx context.Context, e *WorkshopEvent) error {
 	if e.Kind == "" {
 		return fmt.Errorf("workshop event: %w: no kind", ErrInvalid)
 	}
@@ -233,8 +231,8 @@ func (s *SQLite) LogWorkshopEvent(ctx context.Context, e *WorkshopEvent) error {
 		learner = e.LearnerID
 	}
 	err := s.w.QueryRowContext(ctx, `INSERT INTO workshop_events (workshop_id, learner_id, kind, public, secret, at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, e.WorkshopID, learner, e.Kind, e.Public, e.Secret, toDB(e.At)).Scan(&e.ID)
-	if sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, e.WorkshopID, learner, e.Kind, e.Public, e.Secret, toDB(e.At)).Scan(&e.ID)
+	if isForeignKey(err) {
 		return fmt.Errorf("workshop event: workshop %d or learner %d: %w", e.WorkshopID, e.LearnerID, ErrNotFound)
 	}
 	if err != nil {
@@ -244,9 +242,9 @@ func (s *SQLite) LogWorkshopEvent(ctx context.Context, e *WorkshopEvent) error {
 }
 
 // WorkshopEvents implements Workshops.
-func (s *SQLite) WorkshopEvents(ctx context.Context, workshopID, learnerID int64) ([]WorkshopEvent, error) {
+func (s *sqlDB) WorkshopEvents(ctx context.Context, workshopID, learnerID int64) ([]WorkshopEvent, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, workshop_id, COALESCE(learner_id, 0), kind, public, secret, at FROM workshop_events
-		WHERE workshop_id = ? AND (? = 0 OR learner_id IS NULL OR learner_id = ?) ORDER BY id`, workshopID, learnerID, learnerID)
+		WHERE workshop_id = $1 AND (learner_id = $2 OR learner_id IS NULL OR $2 = 0) ORDER BY id`, workshopID, learnerID)
 	if err != nil {
 		return nil, fmt.Errorf("events of workshop %d: %w", workshopID, err)
 	}

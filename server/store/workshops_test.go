@@ -2,16 +2,17 @@ package store_test
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/commlab/commlab/server/store"
 )
 
-func TestWorkshops(t *testing.T) {
+func TestWorkshops(t *testing.T) { testWorkshops(t, sqliteOpener(t)) }
+
+func testWorkshops(t *testing.T, open opener) {
 	ctx := ctxT(t)
-	s := openT(t, filepath.Join(t.TempDir(), "w.db"))
+	s := open(t)
 	defer s.Close()
 	inst, a, b := newUser(t, s, "i@example.com"), newUser(t, s, "a@example.com"), newUser(t, s, "b@example.com")
 	start := time.Now().UTC().Truncate(time.Second)

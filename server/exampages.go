@@ -28,6 +28,8 @@ func (s *Server) examRoutes(r *gin.Engine) {
 	a.GET("", s.attemptPage)
 	a.POST("/task/:n", s.attemptSave)
 	a.POST("/submit", s.attemptSubmit)
+	a.POST("/lab/:n", s.attemptLabStart)
+	a.POST("/lab/:n/diagnosis", s.attemptLabDiagnose)
 	adm := r.Group("/admin/exams", s.requireUser, s.needExams, s.requireRole(store.RoleInstructor))
 	adm.GET("", s.examAdmin)
 	adm.GET("/attempts.csv", s.examCSV)
@@ -63,7 +65,7 @@ func (s *Server) loadAttempt(c *gin.Context) {
 		s.fail(c, errNoAttempt)
 		return
 	}
-	if a.State == store.AttemptActive && !time.Now().Before(a.Deadline) {
+	if s.timeUp(a) {
 		if a, err = s.finishAttempt(c.Request.Context(), a, e, true); err != nil {
 			s.fail(c, err)
 			return
@@ -185,6 +187,10 @@ type taskView struct {
 	Text      string // the lab's task statement (the symptoms)
 	Questions []examQuestion
 	Saved     bool
+	// Labs while the attempt runs: the lab open now, and whether its
+	// diagnosis is in (its score shows only at the end).
+	LabOpen   string
+	Diagnosed bool
 	Graded    bool
 	Score     float64
 	Report    *taskReport
@@ -220,7 +226,7 @@ type attemptData struct {
 }
 
 func (s *Server) attemptView(ctx context.Context, a *store.Attempt, e *exam.Exam, lang string) (attemptData, error) {
-	d := attemptData{Attempt: a, Exam: e, Deadline: a.Deadline.Format(time.RFC3339), Now: time.Now().UTC().Format(time.RFC3339), Over: a.State != store.AttemptActive}
+	d := attemptData{Attempt: a, Exam: e, Deadline: s.deadlineOf(a).UTC().Format(time.RFC3339), Now: time.Now().UTC().Format(time.RFC3339), Over: a.State != store.AttemptActive}
 	saved, err := s.examDB().Tasks(ctx, a.ID)
 	if err != nil {
 		return d, err
@@ -239,6 +245,10 @@ func (s *Server) attemptView(ctx context.Context, a *store.Attempt, e *exam.Exam
 		if t.Lab() {
 			if v, err := t.Variant(s.cats); err == nil {
 				tv.Text = v.Task()
+			}
+			tv.Diagnosed = st.Graded
+			if x := s.xlabs.running(a.ID, t.Index); x != nil && !d.Over {
+				tv.LabOpen = x.lab.ID
 			}
 		}
 		var given map[string][]string
@@ -329,6 +339,14 @@ func (s *Server) attemptSubmit(c *gin.Context) {
 // ends it and, on a pass, issues the certificate.
 func (s *Server) finishAttempt(ctx context.Context, a *store.Attempt, e *exam.Exam, auto bool) (*store.Attempt, error) {
 	db := s.examDB()
+	if auto {
+		// A lab that came up meanwhile has moved the deadline.
+		now, err := db.Attempt(ctx, a.ID)
+		if err != nil || !s.timeUp(now) {
+			return now, err
+		}
+	}
+	s.endLabs(ctx, a.ID)
 	saved, err := db.Tasks(ctx, a.ID)
 	if err != nil {
 		return nil, err
@@ -401,7 +419,7 @@ type examAdminData struct {
 func (s *Server) finishDue(ctx context.Context, atts []store.Attempt) error {
 	for i, a := range atts {
 		e, ok := s.exams.Get(a.ExamID)
-		if a.State != store.AttemptActive || !ok || time.Now().Before(a.Deadline) {
+		if !ok || !s.timeUp(&atts[i]) {
 			continue
 		}
 		done, err := s.finishAttempt(ctx, &atts[i], e, true)
@@ -488,6 +506,7 @@ func (s *Server) attemptVoid(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.endLabs(ctx, a.ID)
 	certs, err := s.ca.certs.UserCertificates(ctx, a.UserID)
 	if err != nil {
 		s.fail(c, err)

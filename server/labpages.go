@@ -50,11 +50,11 @@ func (s *Server) labRoutes(r *gin.Engine) {
 	lab.GET("/commands", s.labCommands)
 	lab.GET("/term/:node/ws", s.labTerminal)
 	lab.GET("/metrics/ws", s.labMetrics)
-	lab.POST("/hint/:n", s.labHint)
-	lab.POST("/check", s.labCheck)
-	lab.POST("/submit", s.labSubmit)
-	lab.POST("/giveup", s.labGiveUp)
-	lab.POST("/stop", s.labStop)
+	lab.POST("/hint/:n", s.notExamLab, s.labHint)
+	lab.POST("/check", s.notExamLab, s.labCheck)
+	lab.POST("/submit", s.notExamLab, s.labSubmit)
+	lab.POST("/giveup", s.notExamLab, s.labGiveUp)
+	lab.POST("/stop", s.notExamLab, s.labStop)
 }
 
 // gradeTimeout bounds a check or a submission: the workload is measured again (twice
@@ -120,7 +120,8 @@ func (s *Server) labIntro(c *gin.Context) {
 		}
 	}
 	if u := userOf(c); u != nil && s.labs != nil {
-		if l, ok := s.labs.Current(u.ID); ok && l.Running() {
+		// An exam lab is not named here: its scenario is the exam's secret.
+		if l, ok := s.labs.Current(u.ID); ok && l.Running() && s.xlabs.get(l.ID) == nil {
 			d.Current = l
 		}
 	}
@@ -208,6 +209,9 @@ type labPageData struct {
 	Injected  []string
 	Scenario  *scenarios.Scenario
 	Remediate bool
+	// Exam is set for a lab of an exam attempt: the page names neither the
+	// scenario nor its chapter, and offers no hints, checks, give-up nor debrief.
+	Exam *labExam
 }
 
 // resultView is a grading in the UI language. Final is false for a check.
@@ -292,8 +296,24 @@ func (s *Server) labPage(c *gin.Context) {
 		d.Debrief, _ = course.Markdown(l.Variant.Debrief())
 		d.Injected = l.Injected()
 	}
+	title := sc.Title
+	if d.Exam = s.examModeOf(c.Request.Context(), l, lang); d.Exam != nil {
+		title = d.Exam.Title
+		d.Hints, d.Check, d.Result, d.Revealed, d.Debrief, d.Injected = nil, nil, nil, false, "", nil
+		d.Status.Failure = maskFailure(d.Status.Failure, lang)
+		c.Header("Cache-Control", "no-store")
+	}
 	c.Header("Content-Security-Policy", labCSP())
-	s.renderPage(c, http.StatusOK, "lab", sc.Title, d)
+	s.renderPage(c, http.StatusOK, "lab", title, d)
+}
+
+// maskFailure hides why an exam lab failed: the reason may name the fault it
+// injects (the server's log keeps it).
+func maskFailure(f, lang string) string {
+	if f == "" {
+		return ""
+	}
+	return web.T(lang, "exam.lab.failed")
 }
 
 // labCSP is the policy of pages with terminals: xterm.js themes its terminal with a
@@ -323,6 +343,9 @@ type stateView struct {
 func (s *Server) labState(c *gin.Context) {
 	l := labOf(c)
 	st := l.Status()
+	if s.xlabs.get(l.ID) != nil {
+		st.Failure = maskFailure(st.Failure, langOf(c))
+	}
 	c.JSON(http.StatusOK, stateView{Status: st, StepText: web.T(langOf(c), st.Step), Running: l.Running()})
 }
 

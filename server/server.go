@@ -109,6 +109,7 @@ type Server struct {
 	ca      *authority
 	exams   *exam.Set
 	live    *liveHub
+	xlabs   examLabs
 }
 
 // New builds a server.
@@ -145,6 +146,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		ca:      newAuthority(d.CertKey, d.Store),
 		exams:   d.Exams,
 		live:    newLiveHub(),
+		xlabs:   examLabs{byLab: map[string]*examLab{}},
 	}
 	s.router = s.routes()
 	return s, nil

@@ -146,6 +146,8 @@ type Lab struct {
 	// confirmed is closed once the self-test has shown the fault hurts (or the lab
 	// has none to run); grading waits for it.
 	confirmed chan struct{}
+	// up is closed once the lab is Ready: its shells are open and the faults in.
+	up chan struct{}
 	// stopStream cancels the chart's workload run in flight, so a grading
 	// measurement does not wait for it.
 	stopStream context.CancelFunc
@@ -179,7 +181,7 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	l := &Lab{
 		ID: newID(), Learner: learner, Variant: v, Started: now, Expires: now.Add(cfg.TTL),
 		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{},
-		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}),
+		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}), up: make(chan struct{}),
 	}
 	l.log = cfg.Log.With("lab", l.ID, "scenario", v.Scenario.ID, "learner", learner)
 	l.ctx, l.cancel = context.WithDeadline(context.WithoutCancel(parent), l.Expires)
@@ -309,6 +311,7 @@ func (l *Lab) run() {
 	l.mu.Lock()
 	if l.state == Starting {
 		l.state = Ready
+		close(l.up)
 	}
 	l.mu.Unlock()
 
@@ -399,6 +402,10 @@ func (l *Lab) Running() bool {
 
 // Wait blocks until the lab has ended and its teardown is done.
 func (l *Lab) Wait() { <-l.ended }
+
+// Up is closed once the lab is Ready (shells open, faults in); never if it
+// ends before.
+func (l *Lab) Up() <-chan struct{} { return l.up }
 
 // Ended is closed when the lab has ended and its teardown is done.
 func (l *Lab) Ended() <-chan struct{} { return l.ended }

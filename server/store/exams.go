@@ -78,6 +78,9 @@ type Exams interface {
 	LogCommand(ctx context.Context, attemptID int64, c Command) error
 	// Commands returns the attempt's commands in the order typed.
 	Commands(ctx context.Context, attemptID int64) ([]Command, error)
+	// ExtendDeadline moves an active attempt's deadline d later (the clock
+	// paused while a lab started); ErrInvalid unless it is active.
+	ExtendDeadline(ctx context.Context, id int64, d time.Duration) error
 	// SubmitAttempt ends an active attempt with its score; ErrInvalid if it
 	// is not active (so a double submit grades once).
 	SubmitAttempt(ctx context.Context, id int64, score float64, passed, auto bool) error
@@ -242,6 +245,22 @@ func (s *sqlDB) Commands(ctx context.Context, attemptID int64) ([]Command, error
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// ExtendDeadline implements Exams.
+func (s *SQLite) ExtendDeadline(ctx context.Context, id int64, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("extend attempt %d: %w: negative %s", id, ErrInvalid, d)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET deadline_at = deadline_at + ? WHERE id = ? AND state = 'active'`,
+		d.Microseconds(), id)
+	if err != nil {
+		return fmt.Errorf("extend attempt %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("extend attempt %d: %w: not active", id, ErrInvalid)
+	}
+	return nil
 }
 
 // SubmitAttempt implements Exams.

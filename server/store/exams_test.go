@@ -105,6 +105,16 @@ func testAttempts(t *testing.T, open opener) {
 	if err != nil || len(cmds) != 1 || cmds[0].Node != "node1" {
 		t.Fatalf("Commands = %+v, %v", cmds, err)
 	}
+	// A lab's start-up pauses the clock: the deadline moves by its length.
+	if err := s.ExtendDeadline(ctx, a.ID, 42*time.Second+5*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExtendDeadline(ctx, a.ID, -time.Second); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("negative extension: %v, want ErrInvalid", err)
+	}
+	if got, _ := s.Attempt(ctx, a.ID); !got.Deadline.Equal(a.Deadline.Add(42*time.Second + 5*time.Microsecond)) {
+		t.Errorf("extended deadline %s, want %s + 42.000005s", got.Deadline, a.Deadline)
+	}
 	if err := s.GradeTask(ctx, a.ID, 2, 0.8, `{"evidence":["ping-loss"]}`); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +123,9 @@ func testAttempts(t *testing.T, open opener) {
 	}
 	if err := s.SubmitAttempt(ctx, a.ID, 0.1, false, false); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("second submit: %v, want ErrInvalid", err)
+	}
+	if err := s.ExtendDeadline(ctx, a.ID, time.Second); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("extend after submit: %v, want ErrInvalid", err)
 	}
 	if err := s.SaveAnswer(ctx, a.ID, 2, "late"); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("save after submit: %v, want ErrInvalid", err)

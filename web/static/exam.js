@@ -1,6 +1,6 @@
 // The exam countdown: the deadline and the time are the server's, so a wrong
 // clock in the browser changes nothing; at zero the page reloads and the
-// server submits the attempt.
+// server submits the attempt (a lab page of the exam goes to the attempt's).
 (() => {
   const el = document.querySelector("[data-deadline]");
   const out = document.getElementById("exam-left");
@@ -13,7 +13,7 @@
     out.textContent = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
     if (left === 0) {
       clearInterval(timer);
-      setTimeout(() => location.reload(), 1000);
+      setTimeout(() => (el.dataset.then ? location.assign(el.dataset.then) : location.reload()), 1000);
     }
   };
   const timer = setInterval(tick, 1000);

@@ -224,3 +224,65 @@ func TestExamLiveLab(t *testing.T) {
 		}
 	}
 }
+
+// TestExamClockPausesWhileLabStarts: a deadline that passes while a lab is
+// still starting does not end the attempt; once the lab is up the deadline
+// has moved by the start-up; a time-out then ends the attempt and its lab.
+func TestExamClockPausesWhileLabStarts(t *testing.T) {
+	e, le := newExamLabEnv(t)
+	ctx := context.Background()
+	le.host.gate = make(chan struct{})
+	e.register(e.c, "slow@example.com")
+	aid := e.start(e.c)
+	a0, _ := e.st.Attempt(ctx, aid)
+	m12, _ := e.srv.exams.Get("m12")
+	task := -1
+	for _, tk := range e.srv.exams.Tasks(m12, a0.Seed) {
+		if tk.Lab() && task < 0 {
+			task = tk.Index
+		}
+	}
+	attempt := fmt.Sprintf("/attempt/%d", aid)
+	tok := e.csrf(e.c, attempt)
+	setDeadline(t, e.path, aid, time.Now().Add(time.Second))
+	code, _, h := e.do(e.c, "POST", fmt.Sprintf("%s/lab/%d", attempt, task), url.Values{"csrf_token": {tok}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("start the lab task: %d", code)
+	}
+	path := h.Get("Location")
+	const startUp = 1500 * time.Millisecond
+	time.Sleep(startUp) // the stored deadline passes while the lab starts
+	_, page, _ := e.do(e.c, "GET", path, nil)
+	if !strings.Contains(page, `id="clock-paused"`) {
+		t.Error("the starting exam lab's page does not say the clock is paused")
+	}
+	_, apage, _ := e.do(e.c, "GET", attempt, nil)
+	if a, _ := e.st.Attempt(ctx, aid); a.State != store.AttemptActive || strings.Contains(apage, `id="exam-result"`) {
+		t.Fatalf("the attempt ended while its lab was starting: %+v", a)
+	}
+	close(le.host.gate)
+	waitConfirmed(t, e, path)
+	var a *store.Attempt
+	for i := 0; i < 100; i++ {
+		if a, _ = e.st.Attempt(ctx, aid); time.Until(a.Deadline) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := time.Until(a.Deadline); left <= 0 || left > time.Second {
+		t.Errorf("after a %s start-up the attempt has %s left, want the 1 s it had (less the moments since)", startUp, left)
+	}
+	lab, _ := le.mgr.Get(a0.UserID, strings.TrimPrefix(path, "/lab/"))
+
+	// Time runs out with the lab up: the next request submits the attempt and ends the lab.
+	setDeadline(t, e.path, aid, time.Now().Add(-time.Second))
+	_, apage, _ = e.do(e.c, "GET", attempt, nil)
+	if !strings.Contains(apage, `data-auto="true"`) {
+		t.Error("the timed-out attempt was not auto-submitted")
+	}
+	select {
+	case <-lab.Ended():
+	default:
+		t.Error("the time-out left the exam's lab running")
+	}
+}

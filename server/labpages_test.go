@@ -33,9 +33,18 @@ import (
 type fakeHost struct {
 	mu  sync.Mutex
 	env [][]string // the environment of every workload run
+	// gate, when set, holds every environment's start-up until it is closed.
+	gate chan struct{}
 }
 
 func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+	if h.gate != nil {
+		select {
+		case <-h.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	nodes := []string{"node1"}
 	if t, err := topology.Builtin(env.Topology); err == nil {
 		nodes = t.NodeNames()

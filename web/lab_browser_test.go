@@ -38,6 +38,12 @@ import (
 // injector, the bench workload), as `commlab serve` does as root.
 func labServer(t testing.TB, opts ...func(*session.Config)) (*httptest.Server, *session.Manager, store.Store) {
 	t.Helper()
+	return labServerWith(t, nil, opts...)
+}
+
+// labServerWith is labServer with more of the server's collaborators (exams).
+func labServerWith(t testing.TB, deps func(*server.Deps), opts ...func(*session.Config)) (*httptest.Server, *session.Manager, store.Store) {
+	t.Helper()
 	testenv.RequireRoot(t, "lab sandboxes")
 	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {
@@ -94,8 +100,11 @@ func labServer(t testing.TB, opts ...func(*session.Config)) (*httptest.Server, *
 		}
 	})
 	// Many accounts sign up from one address in the benchmark: no login rate limit here.
-	srv, err := server.New(server.Config{LoginRate: 1e6, LoginBurst: 1e6}, server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
-		Scenarios: cat, Labs: mgr, Log: log})
+	d := server.Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"), Scenarios: cat, Labs: mgr, Log: log}
+	if deps != nil {
+		deps(&d)
+	}
+	srv, err := server.New(server.Config{LoginRate: 1e6, LoginBurst: 1e6}, d)
 	if err != nil {
 		t.Fatal(err)
 	}

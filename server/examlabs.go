@@ -259,6 +259,20 @@ func (s *Server) keepCommands(ctx context.Context, x *examLab) {
 	}
 }
 
+// keepExamCommands keeps the commands of every exam lab so far, for a server
+// that stops: its labs end with it, and the attempts outlive them.
+func (s *Server) keepExamCommands(ctx context.Context) {
+	s.xlabs.mu.Lock()
+	all := make([]*examLab, 0, len(s.xlabs.byLab))
+	for _, x := range s.xlabs.byLab {
+		all = append(all, x)
+	}
+	s.xlabs.mu.Unlock()
+	for _, x := range all {
+		s.keepCommands(ctx, x)
+	}
+}
+
 // endLabs stops every lab of the attempt, waits for their teardown (faults
 // reverted, sandbox gone), keeps their commands and forgets them.
 func (s *Server) endLabs(ctx context.Context, attempt int64) {

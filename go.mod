@@ -3,6 +3,7 @@ module github.com/commlab/commlab
 go 1.26.8
 
 require (
+	codeberg.org/go-pdf/fpdf v0.12.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/alecthomas/chroma/v2 v2.27.0
 	github.com/chromedp/cdproto v0.160.1

@@ -8,7 +8,7 @@ declare -A cmd_of=(
   [iproute2]=ip [nftables]=nft [iperf3]=iperf3 [ethtool]=ethtool [iputils-ping]=ping
   [tcpdump]=tcpdump [procps]=ps [util-linux]=nsenter [chromium]=chromium
   [nginx-light]=nginx [wrk]=wrk [openmpi-bin]=mpirun [libopenmpi-dev]=mpicc [gcc]=gcc
-  [nodejs]=node [npm]=npm
+  [nodejs]=node [npm]=npm [poppler-utils]=pdftotext
 )
 # A package without a command (a font) is checked with dpkg.
 installed() {
@@ -22,8 +22,8 @@ installed() {
 pkgs=()
 for group in "$@"; do
   case "$group" in
-    run)   pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm) ;;
-    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm chromium fonts-noto-cjk) ;; # CJK font: readable screenshots
+    run)   pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm fonts-dejavu-core fonts-droid-fallback) ;; # fonts: certificate PDFs (server/certpdf.go)
+    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm fonts-dejavu-core fonts-droid-fallback chromium fonts-noto-cjk poppler-utils) ;; # Noto CJK: readable screenshots; pdftotext: certificate PDF test
     bench) pkgs+=(nginx-light wrk openmpi-bin libopenmpi-dev gcc) ;; # Open MPI: scripts/bench-collective.sh
     *) echo "deps.sh: unknown group '$group' (want run, test or bench)" >&2; exit 2 ;;
   esac

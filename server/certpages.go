@@ -141,6 +141,7 @@ func (s *Server) certRoutes(r *gin.Engine) {
 	r.GET("/verify", s.needCA, s.verifyPage)
 	r.GET("/verify/:id", s.needCA, s.verifyPage)
 	r.GET("/verify/:id/certificate.json", s.needCA, s.certDocument)
+	r.GET("/verify/:id/certificate.pdf", s.needCA, s.certPDF)
 	r.GET("/api/verify", s.needCA, s.verifyJSON)
 	r.GET("/api/verify/:id", s.needCA, s.verifyJSON)
 	r.POST("/admin/certs/:id/revoke", s.needCA, s.requireRole(store.RoleAdmin), s.revokeCert)

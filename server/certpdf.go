@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync"
@@ -102,7 +103,7 @@ func fontOf(r rune) string {
 // writeCertPDF lays out the certificate on A4 landscape, the same content as
 // web/templates/verify.html plus the signature, so the paper can be checked
 // against /verify/<id> or offline.
-func writeCertPDF(w *bytes.Buffer, fonts [2][]byte, lang string, d cert.Document, site string) error {
+func writeCertPDF(w io.Writer, fonts [2][]byte, lang string, d cert.Document, site string) error {
 	c := d.Certificate
 	issued, _ := time.Parse(time.DateOnly, c.Issued)
 	p := fpdf.New("L", "mm", "A4", "")

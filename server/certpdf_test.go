@@ -110,10 +110,12 @@ func TestCertificatePDF(t *testing.T) {
 		})
 	}
 
-	t.Run("verify page links the PDF", func(t *testing.T) {
-		_, page, _ := e.do(e.c, "GET", "/verify/"+good, nil)
-		if !strings.Contains(page, `href="/verify/`+good+`/certificate.pdf"`) || !strings.Contains(page, "下载 PDF") {
-			t.Errorf("no PDF link on the verify page:\n%s", page)
+	t.Run("verify page links the PDF of a valid certificate only", func(t *testing.T) {
+		for id, want := range map[string]bool{good: true, revoked: false} {
+			_, page, _ := e.do(e.c, "GET", "/verify/"+id, nil)
+			if got := strings.Contains(page, `href="/verify/`+id+`/certificate.pdf"`) && strings.Contains(page, "下载 PDF"); got != want {
+				t.Errorf("%s: PDF link %v, want %v:\n%s", id, got, want, page)
+			}
 		}
 	})
 

@@ -138,14 +138,16 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 	return res, nil
 }
 
-// remeasure runs the workload once for grading, cut once it has run longer than a run
-// that could still pass: busbw falls as the run time grows, so a run slower than the
-// healthy one divided by the remediation's ratio (plus 2 s of room for a busy host)
-// cannot reach the bar. A fixed lab runs about as fast as the healthy one; an unfixed
-// one is known as not fixed within seconds, even when the fault hangs the workload
-// (a blocked bootstrap, RoCE retries) until its own timeout.
+// remeasure runs the workload once for grading, cut once it has run far longer than a
+// run that could still pass: busbw falls as the run time grows, so a run slower than
+// the healthy one divided by the remediation's ratio cannot reach the bar. The cut
+// allows twice that plus 5 s, because a run's wall time also counts process start and
+// bootstrap, which a busy host stretches while the timed busbw stays fine (a right fix
+// was cut at 1× + 2 s on a host at load 40). An unfixed lab is still known as not
+// fixed within seconds of that, even when the fault hangs the workload (a blocked
+// bootstrap, RoCE retries) until its own timeout.
 func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) {
-	limit := time.Duration(float64(l.baselineTook)/minRatio) + 2*time.Second
+	limit := time.Duration(2*float64(l.baselineTook)/minRatio) + 5*time.Second
 	mctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	bw, err := l.measure(mctx)

@@ -45,7 +45,7 @@ func ch08MTUMismatch(lr *Learner) Verdicts {
 		WrongAt:   []Loc{{"node": other, "nic": "rdma0"}},
 		// The class the symptom suggests (RoCE loss) fails.
 		WrongClass: []Answer{{Class: "roce-loss"}},
-		// Setting a healthy node's MTU to 1500 again changes nothing. The real Fix: the
+		// Setting a healthy node's MTU to 1500 again changes nothing. The real fix: the
 		// node's MTU back to the plan; then full-size pings pass.
 		BadFix: func() { lr.Run(other, "ip link set dev rdma0 mtu 1500") },
 		Fix: func() {

@@ -36,7 +36,7 @@ func TestLabCh11PairwiseBadRail(t *testing.T) {
 			CountsNot: []Ref{fastPair, decoy},
 			// The wrong node, or the right node on the wrong rail, fails.
 			WrongAt: []Loc{{"node": a, "nic": nic}, {"node": node, "nic": OtherRail[nic]}},
-			// Half a Fix: the outbound shaper put back, the inbound one left in place. The
+			// Half a fix: the outbound shaper put back, the inbound one left in place. The
 			// whole fix removes the inbound one too.
 			BadFix: func() {
 				lr.Run(node, "tc qdisc replace dev "+nic+" root handle c1: tbf rate 200mbit burst 250kb latency 25ms")

@@ -366,7 +366,7 @@ func (lr *Learner) assertWrongFails(evidence Ref, wrong ...Answer) {
 func (lr *Learner) assertFixDoesNotFix(evidence Ref) {
 	lr.T.Helper()
 	bw, err := lr.Lab.Measure(context.Background())
-	lr.T.Logf("after a fix that does not Fix: %.4f GB/s (%v), baseline %.4f", bw, err, lr.Lab.Baseline())
+	lr.T.Logf("after a fix that does not fix: %.4f GB/s (%v), baseline %.4f", bw, err, lr.Lab.Baseline())
 	if r := lr.Dry(lr.right, evidence, &grader.Measurement{Baseline: lr.Lab.Baseline(), After: bw}); Criterion(r, "remediation") != 0 {
 		lr.T.Errorf("(d) a fix that does not fix earned remediation credit: %+v", r)
 	}

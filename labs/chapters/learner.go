@@ -361,13 +361,19 @@ func (lr *Learner) assertWrongFails(evidence Ref, wrong ...Answer) {
 	}
 }
 
-// assertFixDoesNotFix (d): with a fix in place that does not fix, the workload measured
-// again earns no remediation credit.
+// assertFixDoesNotFix (d): with a fix in place that does not fix, the lab's own answer
+// check, which measures the workload again as grading does (the chart's run in flight
+// gives way, a run too slow to reach the bar is cut), earns no remediation credit.
+// The check costs grader.CheckCost at the real grading, which must still pass.
 func (lr *Learner) assertFixDoesNotFix(evidence Ref) {
 	lr.T.Helper()
-	bw, err := lr.Lab.Measure(context.Background())
-	lr.T.Logf("after a fix that does not fix: %.4f GB/s (%v), baseline %.4f", bw, err, lr.Lab.Baseline())
-	if r := lr.Dry(lr.right, evidence, &grader.Measurement{Baseline: lr.Lab.Baseline(), After: bw}); Criterion(r, "remediation") != 0 {
+	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}}
+	r, err := lr.Lab.Check(context.Background(), d)
+	if err != nil {
+		lr.T.Fatalf("(d) check after a fix that does not fix: %v", err)
+	}
+	lr.T.Logf("(d) after a fix that does not fix: %+v", r)
+	if Criterion(r, "remediation") != 0 {
 		lr.T.Errorf("(d) a fix that does not fix earned remediation credit: %+v", r)
 	}
 }

@@ -482,13 +482,9 @@ const SeedsEnv = "COMMLAB_E2E_SEEDS"
 // the seeds left out are skipped, saying so.
 func PlaySeeds(t *testing.T, scenario string, seeds []uint64, story func(*Learner) Verdicts, opts ...Option) {
 	t.Helper()
-	all := false
-	switch v := os.Getenv(SeedsEnv); v {
-	case "", "first":
-	case "all":
-		all = true
-	default:
-		t.Fatalf("%s=%q: want first or all", SeedsEnv, v)
+	all, err := allSeeds(os.Getenv(SeedsEnv))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if parallel(t, scenario, opts) {
 		t.Parallel()
@@ -501,6 +497,17 @@ func PlaySeeds(t *testing.T, scenario string, seeds []uint64, story func(*Learne
 			Play(t, scenario, seed, story, opts...)
 		})
 	}
+}
+
+// allSeeds reads SeedsEnv's value: whether to play every seed.
+func allSeeds(v string) (bool, error) {
+	switch v {
+	case "", "first":
+		return false, nil
+	case "all":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: want first or all", SeedsEnv, v)
 }
 
 // patternMatches reports whether a command shows one of the variant's evidence signals.

@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 
 WEB_DIST := web/static/dist/lab.js
 
-.PHONY: run build web test test-short bench lint gpu-check deps-run deps-test deps-bench
+.PHONY: run build web test test-full test-short bench lint gpu-check deps-run deps-test deps-bench
 
 build: $(WEB_DIST)
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/commlab
@@ -24,8 +24,12 @@ run: deps-run build
 # Packages run one at a time: lab tests create namespaces and cgroups, and measure
 # bandwidth and CPU, so two packages side by side would disturb each other.
 # The end-to-end tests run the binary `build` just made instead of building their own.
+# Chapter labs (labs/chapters) play one seed each; test-full plays every seed.
 test: deps-test build lint
 	COMMLAB_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -p 1 -count=1 -timeout 80m ./...
+
+test-full:
+	COMMLAB_E2E_SEEDS=all $(MAKE) test
 
 # Authors' tier: unit tests only. Root tests (internal/testenv.RequireRoot: namespaces,
 # tc, nftables, cgroups, sandboxes) skip themselves under -short, as root or not.

@@ -61,17 +61,7 @@ func loadContentFrom(courseDir, scenarioDir string) (*content, []string) {
 			if err != nil {
 				return nil, nil, false
 			}
-			var nics []string
-			seen := map[string]bool{}
-			for _, n := range t.Nodes {
-				for _, nic := range n.NICs {
-					if !seen[nic.Name] {
-						seen[nic.Name] = true
-						nics = append(nics, nic.Name)
-					}
-				}
-			}
-			return t.NodeNames(), nics, true
+			return t.NodeNames(), t.NICNames(), true
 		},
 		CheckFault: func(kind string, params map[string]string) error {
 			f, err := reg.Parse(kind, params)

@@ -89,6 +89,19 @@ func (t *Topology) NodeNames() []string {
 	return out
 }
 
+// NICNames lists every NIC name any node has, each once, in file order.
+func (t *Topology) NICNames() []string {
+	var out []string
+	for _, n := range t.Nodes {
+		for _, nic := range n.NICs {
+			if !slices.Contains(out, nic.Name) {
+				out = append(out, nic.Name)
+			}
+		}
+	}
+	return out
+}
+
 // Rails counts the data switches.
 func (t *Topology) Rails() int {
 	n := 0

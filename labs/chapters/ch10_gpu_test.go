@@ -1,4 +1,4 @@
-package main
+package chapters
 
 import (
 	"context"
@@ -24,12 +24,11 @@ func TestLabCh10GPUH2DThrottled(t *testing.T) {
 	if _, err := gpu.Count(); err != nil {
 		t.Skipf("needs a GPU node: %v", err)
 	}
-	shellVisibleBin(t)
-	l := labFixture(t, "ch10-gpu-h2d-throttled", 1)
+	l := StartLab(t, "ch10-gpu-h2d-throttled", 1)
 	t.Logf("variant: cpus=%s", l.Variant.Values["cpus"])
 
-	inLab := typeAndWait(t, l, "node1", "commlab gpu pcie --sizes 256M --iters 5")
-	cmds, _ := mustTerm(t, l, "node1").Commands()
+	inLab := TypeAndWait(t, l, "node1", "commlab gpu pcie --sizes 256M --iters 5")
+	cmds, _ := MustTerminal(t, l, "node1").Commands()
 	t.Logf("in the lab shell:\n%s", cmds[inLab-1].Output)
 	lab := copyRates(cmds[inLab-1].Output)
 	host := hostPCIe(t)
@@ -50,10 +49,10 @@ func TestLabCh10GPUH2DThrottled(t *testing.T) {
 	if cgroup.Unified() {
 		dir, quotaFile = "/sys/fs/cgroup/", "cpu.max"
 	}
-	quota := typeAndWait(t, l, "node1", "cat "+dir+quotaFile)
-	stat := typeAndWait(t, l, "node1", "cat "+dir+"cpu.stat")
-	decoy := typeAndWait(t, l, "node1", "nvidia-smi -L")
-	cmds, _ = mustTerm(t, l, "node1").Commands()
+	quota := TypeAndWait(t, l, "node1", "cat "+dir+quotaFile)
+	stat := TypeAndWait(t, l, "node1", "cat "+dir+"cpu.stat")
+	decoy := TypeAndWait(t, l, "node1", "nvidia-smi -L")
+	cmds, _ = MustTerminal(t, l, "node1").Commands()
 	t.Logf("%s:\n%s\n%s:\n%s", quotaFile, cmds[quota-1].Output, "cpu.stat", cmds[stat-1].Output)
 
 	ts, err := l.Transcripts()
@@ -69,11 +68,11 @@ func TestLabCh10GPUH2DThrottled(t *testing.T) {
 	}
 	loc := map[string]string{"node": "node1"}
 	for _, seq := range []int{quota, stat} {
-		if r := dry(grader.Diagnosis{Class: "cpu-starvation", Location: loc, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: seq}}}); criterion(r, "evidence") == 0 {
+		if r := dry(grader.Diagnosis{Class: "cpu-starvation", Location: loc, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: seq}}}); Criterion(r, "evidence") == 0 {
 			t.Errorf("node1#%d earned no evidence credit: %+v", seq, r)
 		}
 	}
-	if r := dry(grader.Diagnosis{Class: "cpu-starvation", Location: loc, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: decoy}}}); criterion(r, "evidence") != 0 {
+	if r := dry(grader.Diagnosis{Class: "cpu-starvation", Location: loc, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: decoy}}}); Criterion(r, "evidence") != 0 {
 		t.Errorf("nvidia-smi -L earned evidence credit: %+v", r)
 	}
 	if r := dry(grader.Diagnosis{Class: "pcie-downgraded", Location: map[string]string{"node": "node1", "gpu": "0"}, Evidence: []grader.EvidenceRef{{Terminal: "node1", Seq: inLab}}}); r.Passed {
@@ -106,7 +105,7 @@ func copyRates(out string) map[string]float64 {
 // hostPCIe measures the same copies outside any lab cgroup.
 func hostPCIe(t *testing.T) *gpu.PCIeResult {
 	t.Helper()
-	out, err := exec.Command(selfBin, "gpu", "pcie", "--sizes", "256M", "--iters", "5", "--json").Output()
+	out, err := exec.Command(Binary(t), "gpu", "pcie", "--sizes", "256M", "--iters", "5", "--json").Output()
 	if err != nil {
 		t.Fatalf("commlab gpu pcie on the host: %v", err)
 	}

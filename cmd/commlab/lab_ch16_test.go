@@ -13,7 +13,7 @@ import (
 var ch16RankCPU = regexp.MustCompile(`(?m)^# Rank\s+(\d+) on\s+(\S+): cpu ([\d.]+) s`)
 
 // ch16QP is a per-QP counter line of the emulation's NET log.
-var ch16QP = regexp.MustCompile(`QP to rank \d+ channel \d+: (\d+) packets, (\d+) retransmitted, (\d+) timeouts`)
+var ch16QP = regexp.MustCompile(`QP to rank \d+ channel \d+: (\d+) packets, (\d+) retransmitted`)
 
 // TestLabCh16ProxyStarved runs chapter 16's lab with a scripted learner: one node's
 // rank runs under a small CPU quota, so its network progress stalls while every QP
@@ -33,13 +33,14 @@ func TestLabCh16ProxyStarved(t *testing.T) {
 		lines := lr.poll("node1", "grep -E '^# Rank .*: cpu' train.log", 90, 2*time.Second, func(c record.Command) bool {
 			return len(ch16RankCPU.FindAllString(c.Output, -1)) >= 4
 		})
-		// The network is clean: no timeouts, and retransmissions (the shared host's load
-		// causes a few) under 1 % of a QP's packets.
+		// The network is not what is wrong: retransmissions under 10 % of every QP's
+		// packets (the shared host's load causes some hundreds, and a starved receiver
+		// the odd ack timeout; ch09's 2 % RoCE loss causes tens of thousands).
 		qps := lr.run("node1", "grep 'QP to rank' train.log")
 		for _, m := range ch16QP.FindAllStringSubmatch(lr.out(qps), -1) {
 			packets, _ := strconv.Atoi(m[1])
 			retx, _ := strconv.Atoi(m[2])
-			if m[3] != "0" || retx*100 > packets {
+			if retx*10 > packets {
 				lr.t.Errorf("the network should be clean, a QP shows %q", m[0])
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package chapters
 
 import (
 	"regexp"
@@ -26,22 +26,22 @@ var (
 // network graphs do not point at it); the throttled share of CFS periods does.
 func TestLabCh17MonitoringStraggler(t *testing.T) {
 	// Seed 11: node3 at 0.1 cores, the mildest quota.
-	playSeeds(t, "ch17-straggler-cpu", []uint64{11}, func(lr *learner) verdicts {
-		node := lr.v("node")
-		lr.t.Logf("variant: node=%s cpus=%s", node, lr.v("cpus"))
+	PlaySeeds(t, "ch17-straggler-cpu", []uint64{11}, func(lr *Learner) Verdicts {
+		node := lr.V("node")
+		lr.T.Logf("variant: node=%s cpus=%s", node, lr.V("cpus"))
 
 		const window = 15 * time.Second
 		type scrape struct {
-			c ref        // the cgroup read
+			c Ref        // the cgroup read
 			v [4]float64 // tx bytes rdma0, rdma1, periods, throttled
 		}
 		read := func(n string) scrape {
-			nics := lr.run(n, ch17NICs)
-			cfs := lr.run(n, ch17CFS())
-			b := ch17Bytes.FindStringSubmatch(lr.out(nics))
-			c := ch17CFSre.FindStringSubmatch(lr.out(cfs))
+			nics := lr.Run(n, ch17NICs)
+			cfs := lr.Run(n, ch17CFS())
+			b := ch17Bytes.FindStringSubmatch(lr.Out(nics))
+			c := ch17CFSre.FindStringSubmatch(lr.Out(cfs))
 			if b == nil || c == nil {
-				lr.t.Fatalf("%s: unexpected counters:\n%s\n%s", n, lr.out(nics), lr.out(cfs))
+				lr.T.Fatalf("%s: unexpected counters:\n%s\n%s", n, lr.Out(nics), lr.Out(cfs))
 			}
 			s := scrape{c: cfs}
 			for i, x := range []string{b[1], b[2], c[1], c[2]} {
@@ -50,13 +50,13 @@ func TestLabCh17MonitoringStraggler(t *testing.T) {
 			return s
 		}
 		first := map[string]scrape{}
-		for _, n := range fourNodes {
+		for _, n := range FourNodes {
 			first[n] = read(n)
 		}
 		time.Sleep(window)
 		var second scrape
 		throttled := map[string]float64{}
-		for _, n := range fourNodes {
+		for _, n := range FourNodes {
 			s := read(n)
 			if n == node {
 				second = s
@@ -67,25 +67,25 @@ func TestLabCh17MonitoringStraggler(t *testing.T) {
 			if d(2) > 0 {
 				throttled[n] = d(3) / d(2)
 			}
-			lr.t.Logf("%s: rdma0 %.1f Mbit/s, rdma1 %.1f Mbit/s, CFS periods %.0f, throttled %.0f (%.0f%%)",
+			lr.T.Logf("%s: rdma0 %.1f Mbit/s, rdma1 %.1f Mbit/s, CFS periods %.0f, throttled %.0f (%.0f%%)",
 				n, d(0)*8/window.Seconds()/1e6, d(1)*8/window.Seconds()/1e6, d(2), d(3), 100*throttled[n])
 		}
-		for _, n := range fourNodes {
+		for _, n := range FourNodes {
 			// The rank also waits for its peers, so it does not hit its quota in every
 			// period (a third of them at 0.1 cores in the runs seen).
 			if n == node && !(throttled[n] > 0.05) {
-				lr.t.Errorf("%s: %.0f%% of its CFS periods throttled, want over 5%%", n, 100*throttled[n])
+				lr.T.Errorf("%s: %.0f%% of its CFS periods throttled, want over 5%%", n, 100*throttled[n])
 			}
 			if n != node && throttled[n] != 0 {
-				lr.t.Errorf("%s (healthy): %.0f%% of its CFS periods throttled, want none", n, 100*throttled[n])
+				lr.T.Errorf("%s (healthy): %.0f%% of its CFS periods throttled, want none", n, 100*throttled[n])
 			}
 		}
-		healthy := others(node, fourNodes...)[0]
-		return verdicts{
-			right:     answer{"cpu-starvation", loc{"node": node}},
-			counts:    []ref{second.c},
-			countsNot: []ref{first[healthy].c, lr.run(node, ch17NICs)},
-			wrongAt:   []loc{{"node": healthy}},
+		healthy := Others(node, FourNodes...)[0]
+		return Verdicts{
+			Right:     Answer{"cpu-starvation", Loc{"node": node}},
+			Counts:    []Ref{second.c},
+			CountsNot: []Ref{first[healthy].c, lr.Run(node, ch17NICs)},
+			WrongAt:   []Loc{{"node": healthy}},
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package chapters
 
 import (
 	"regexp"
@@ -23,45 +23,45 @@ var ch16QP = regexp.MustCompile(`QP to rank \d+ channel \d+: (\d+) packets, (\d+
 func TestLabCh16ProxyStarved(t *testing.T) {
 	// Seed 16: node4 at 0.08 cores; seed 3: node1 (rank 0, where the learner reads the
 	// log) at 0.05 cores.
-	playSeeds(t, "ch16-proxy-starved", []uint64{16, 3}, func(lr *learner) verdicts {
-		node := lr.v("node")
-		other := others(node, fourNodes...)[0]
-		lr.t.Logf("variant: node=%s cpus=%s", node, lr.v("cpus"))
+	PlaySeeds(t, "ch16-proxy-starved", []uint64{16, 3}, func(lr *Learner) Verdicts {
+		node := lr.V("node")
+		other := Others(node, FourNodes...)[0]
+		lr.T.Logf("variant: node=%s cpus=%s", node, lr.V("cpus"))
 
 		// The log may hold runs from before the fault: start it afresh and wait for a whole run.
-		lr.run("node1", "rm -f train.log")
-		lines := lr.poll("node1", "grep -E '^# Rank .*: cpu' train.log", 90, 2*time.Second, func(c record.Command) bool {
+		lr.Run("node1", "rm -f train.log")
+		lines := lr.Poll("node1", "grep -E '^# Rank .*: cpu' train.log", 90, 2*time.Second, func(c record.Command) bool {
 			return len(ch16RankCPU.FindAllString(c.Output, -1)) >= 4
 		})
 		// The network is not what is wrong: retransmissions under 10 % of every QP's
 		// packets (the shared host's load causes some hundreds, and a starved receiver
 		// the odd ack timeout; ch09's 2 % RoCE loss causes tens of thousands).
-		qps := lr.run("node1", "grep 'QP to rank' train.log")
-		for _, m := range ch16QP.FindAllStringSubmatch(lr.out(qps), -1) {
+		qps := lr.Run("node1", "grep 'QP to rank' train.log")
+		for _, m := range ch16QP.FindAllStringSubmatch(lr.Out(qps), -1) {
 			packets, _ := strconv.Atoi(m[1])
 			retx, _ := strconv.Atoi(m[2])
 			if retx*10 > packets {
-				lr.t.Errorf("the network should be clean, a QP shows %q", m[0])
+				lr.T.Errorf("the network should be clean, a QP shows %q", m[0])
 			}
 		}
 		cpu := map[string]float64{}
-		for _, m := range ch16RankCPU.FindAllStringSubmatch(lr.out(lines), 4) {
+		for _, m := range ch16RankCPU.FindAllStringSubmatch(lr.Out(lines), 4) {
 			cpu[m[2]], _ = strconv.ParseFloat(m[3], 64)
 		}
 		// Capped by its quota, the starved rank uses the least CPU of the run (0.5 to 0.8
 		// times the others' in the runs seen).
-		for _, n := range others(node, fourNodes...) {
+		for _, n := range Others(node, FourNodes...) {
 			if !(cpu[node] < 0.9*cpu[n]) {
-				lr.t.Errorf("rank CPU: %s %.2f s, %s %.2f s; want the starved node's under 0.9 times every other's", node, cpu[node], n, cpu[n])
+				lr.T.Errorf("rank CPU: %s %.2f s, %s %.2f s; want the starved node's under 0.9 times every other's", node, cpu[node], n, cpu[n])
 			}
 		}
-		stat := lr.run(node, "cat "+cpuDir()+"cpu.stat")
-		healthyStat := lr.run(other, "cat "+cpuDir()+"cpu.stat")
-		return verdicts{
-			right:     answer{"cpu-starvation", loc{"node": node}},
-			counts:    []ref{stat, lines},
-			countsNot: []ref{qps, healthyStat},
-			wrongAt:   []loc{{"node": other}},
+		stat := lr.Run(node, "cat "+cpuDir()+"cpu.stat")
+		healthyStat := lr.Run(other, "cat "+cpuDir()+"cpu.stat")
+		return Verdicts{
+			Right:     Answer{"cpu-starvation", Loc{"node": node}},
+			Counts:    []Ref{stat, lines},
+			CountsNot: []Ref{qps, healthyStat},
+			WrongAt:   []Loc{{"node": other}},
 		}
-	})
+	}, Alone) // the ranks' CPU times are compared: no other lab beside it
 }

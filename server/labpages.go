@@ -630,15 +630,7 @@ func (s *Server) labMetrics(c *gin.Context) {
 			return
 		}
 	}
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		for {
-			if _, _, err := ws.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	gone := readUntilClosed(ws)
 	for {
 		select {
 		case <-gone:

@@ -71,15 +71,7 @@ func (s *Server) serveLive(c *gin.Context, id int64, snapshot func(ctx context.C
 		return
 	}
 	defer ws.Close()
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		for {
-			if _, _, err := ws.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	gone := readUntilClosed(ws)
 	ctx := c.Request.Context()
 	tick := time.NewTicker(liveTick)
 	defer tick.Stop()
@@ -378,15 +370,7 @@ func (s *Server) workshopWatchTerminal(c *gin.Context) {
 	if len(scroll) > 0 && write(scroll) != nil {
 		return
 	}
-	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		for {
-			if _, _, err := ws.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	gone := readUntilClosed(ws)
 	for {
 		select {
 		case <-gone:

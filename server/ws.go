@@ -28,6 +28,22 @@ const (
 
 var upgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 32 << 10} // default CheckOrigin: same host only
 
+// readUntilClosed reads (and drops) what the client sends on a socket that only
+// writes, so that control frames are answered; the channel closes when the client
+// leaves or the socket fails.
+func readUntilClosed(ws *websocket.Conn) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	return gone
+}
+
 // upgradeWS upgrades the request with a read limit; on error the upgrader has
 // answered already.
 func upgradeWS(c *gin.Context, readLimit int64) (*websocket.Conn, error) {

@@ -128,30 +128,41 @@ func (s *Server) labIntro(c *gin.Context) {
 	s.renderPage(c, http.StatusOK, "labintro", sc.Title, d)
 }
 
+// admit refuses, with a learner's message, a lab this server cannot start now (labs
+// off, the host full, a feature missing), and otherwise draws the learner's next
+// variant of it.
+func (s *Server) admit(c *gin.Context, sc *scenarios.Scenario) (*scenarios.Variant, bool) {
+	if s.labs == nil {
+		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
+		return nil, false
+	}
+	if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
+		s.fail(c, httpError{http.StatusServiceUnavailable, "sec.hostfull", err.Error()})
+		return nil, false
+	} else if err != nil {
+		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})
+		return nil, false
+	}
+	u := userOf(c)
+	prog, err := s.store.Progress(c.Request.Context(), u.ID)
+	if err != nil {
+		s.fail(c, err)
+		return nil, false
+	}
+	return sc.Draw(scenarios.SeedFor(s.secret, u.ID, sc.ID, prog[sc.Chapter].LabAttempts+1)), true
+}
+
 func (s *Server) labStart(c *gin.Context) {
 	sc, err := s.scenario(c.Param("scenario"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	if s.labs == nil {
-		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
-		return
-	}
-	if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
-		s.fail(c, httpError{http.StatusServiceUnavailable, "sec.hostfull", err.Error()})
-		return
-	} else if err != nil {
-		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})
+	v, ok := s.admit(c, sc)
+	if !ok {
 		return
 	}
 	u := userOf(c)
-	prog, err := s.store.Progress(c.Request.Context(), u.ID)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	v := sc.Draw(scenarios.SeedFor(s.secret, u.ID, sc.ID, prog[sc.Chapter].LabAttempts+1))
 	// "Try again" keeps the variant of the lab it came from; "new variant" draws anew.
 	if prev, err := s.labs.Get(u.ID, c.PostForm("again")); err == nil && prev.Variant.Scenario.ID == sc.ID {
 		v = prev.Variant

@@ -20,6 +20,7 @@ import (
 
 	"github.com/commlab/commlab/grader"
 	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
@@ -35,6 +36,8 @@ type fakeHost struct {
 	env [][]string // the environment of every workload run
 	// gate, when set, holds every environment's start-up until it is closed.
 	gate chan struct{}
+	// full makes Check report that the host has no free sandbox slot.
+	full bool
 }
 
 func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
@@ -51,7 +54,14 @@ func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	}
 	return &fakeEnv{h: h, nodes: nodes}, nil
 }
-func (h *fakeHost) Check(scenarios.Environment) error { return nil }
+func (h *fakeHost) Check(scenarios.Environment) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.full {
+		return fmt.Errorf("%w: all 128 sandbox slots of this host are taken", netns.ErrBusy)
+	}
+	return nil
+}
 func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
 	var ps []string
 	for k, v := range params {

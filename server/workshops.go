@@ -403,18 +403,11 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if s.labs == nil {
-		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
+	v, ok := s.admit(c, sc)
+	if !ok {
 		return
 	}
-	u := userOf(c)
-	prog, err := s.store.Progress(c.Request.Context(), u.ID)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	v := sc.Draw(scenarios.SeedFor(s.secret, u.ID, sc.ID, prog[sc.Chapter].LabAttempts+1))
-	l, err := s.labs.StartTTL(u.ID, v, w.LabTTL)
+	l, err := s.labs.StartTTL(userOf(c).ID, v, w.LabTTL)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return

@@ -146,6 +146,16 @@ func TestWorkshop(t *testing.T) {
 	if code, _, _ := e.postAs(e.a, path, path+"/labs/2/start", url.Values{}, ""); code != http.StatusConflict {
 		t.Errorf("start lab 2 with only 1 open: %d", code)
 	}
+	// A full host refuses a workshop's lab up front, as it does any lab.
+	e.host.mu.Lock()
+	e.host.full = true
+	e.host.mu.Unlock()
+	if code, body, _ := e.postAs(e.a, path, path+"/labs/1/start", url.Values{}, ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "请过几分钟再开始") {
+		t.Errorf("start on a full host: %d\n%.300s", code, body)
+	}
+	e.host.mu.Lock()
+	e.host.full = false
+	e.host.mu.Unlock()
 	code, body, h = e.postAs(e.a, path, path+"/labs/1/start", url.Values{}, "")
 	if code != http.StatusSeeOther {
 		t.Fatalf("start: %d\n%s", code, body)

@@ -45,6 +45,8 @@ func Args() (*pflag.FlagSet, func(args []string) (Options, Placement, error)) {
 	f.StringVar(&p.Launcher, "launcher", "auto", "auto, local (plain processes; node names are labels) or netns")
 	f.StringVar(&o.Trace, "trace", "", "write every rank's timeline to this file (Chrome trace JSON, open in Perfetto)")
 	f.IntVar(&o.Train, "train", 0, "first run this many steps of a data-parallel training loop (gradients all-reduced; rank 0 prints the loss)")
+	f.IntVar(&o.ComputeMS, "compute-ms", 0, "with --train: each step's backward pass keeps the emulated GPU busy this many milliseconds")
+	f.IntVar(&o.Buckets, "buckets", 1, "with --train: all-reduce the gradients in this many buckets, each as soon as the backward pass has produced it (1: after the whole pass)")
 	f.IntVar(&p.Timeout, "timeout", 0, "seconds for bootstrap, connection setup and each collective before failing (default 60; env COMMLAB_BENCH_TIMEOUT)")
 
 	finish := func(args []string) (Options, Placement, error) {

@@ -29,6 +29,9 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"all_reduce", "reduce"}, "one collective"},
 		{[]string{"all_reduce", "--train", "-3"}, "--train -3"},
 		{[]string{"all_reduce", "--train", "20000"}, "--train 20000"},
+		{[]string{"all_reduce", "--buckets", "4"}, "add --train N"},
+		{[]string{"all_reduce", "--train", "5", "--buckets", "65"}, "--buckets 65"},
+		{[]string{"all_reduce", "--train", "5", "--compute-ms", "-1"}, "--compute-ms -1"},
 	} {
 		if _, _, err := ParseArgs(tt.argv); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseArgs(%q) = %v, want an error mentioning %q", tt.argv, err, tt.want)

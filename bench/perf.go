@@ -40,7 +40,9 @@ type Options struct {
 	NThreads   int        `json:"nthreads"`    // -t
 	NGpus      int        `json:"ngpus"`       // -g
 	Trace      string     `json:"trace,omitempty"`
-	Train      int        `json:"train,omitempty"` // training steps before the sweep (train.go)
+	Train      int        `json:"train,omitempty"`      // training steps before the sweep (train.go)
+	ComputeMS  int        `json:"compute_ms,omitempty"` // --compute-ms: emulated backward time per step
+	Buckets    int        `json:"buckets,omitempty"`    // --buckets: gradient buckets per step (0 or 1: one)
 	Hosts      []HostSpec `json:"hosts,omitempty"`
 }
 
@@ -90,6 +92,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("-t %d -g %d: both must be at least 1", o.NThreads, o.NGpus)
 	case o.Train < 0 || o.Train > 10000:
 		return fmt.Errorf("--train %d: want 0 (none) to 10000 steps", o.Train)
+	case o.ComputeMS < 0 || o.ComputeMS > 60000:
+		return fmt.Errorf("--compute-ms %d: want 0 (none) to 60000", o.ComputeMS)
+	case o.Buckets < 0 || o.Buckets > maxBuckets:
+		return fmt.Errorf("--buckets %d: want 1 to %d", o.Buckets, maxBuckets)
+	case (o.ComputeMS > 0 || o.Buckets > 1) && o.Train == 0:
+		return errors.New("--compute-ms and --buckets shape the training loop: add --train N")
 	case o.MaxBytes > 4<<30:
 		return fmt.Errorf("-e %d: at most 4G per rank in the emulation", o.MaxBytes)
 	}

@@ -67,32 +67,105 @@ func (tr *trainer) update(buf []byte, nranks int) float32 {
 
 func finite(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 
+// maxBuckets bounds --buckets: each bucket is at least a few KiB of the 512 KiB.
+const maxBuckets = 64
+
 // train runs the loop. Like a job without a finiteness check it carries on through
 // inf and nan; it returns how many steps ended with a loss that is not finite.
+//
+// With --compute-ms the step has a backward pass: the emulated GPU is busy for that
+// long (the rank sleeps, as a CPU waits for a GPU kernel; no CPU is used), and the
+// gradient is cut into --buckets equal buckets, each ready after its share of the
+// pass. As under DDP, a bucket's all_reduce starts as soon as it is ready, in order,
+// on a communication goroutine (NCCL's stream), so communication hides behind the
+// rest of the pass; what is left after the pass ends is the exposed communication.
 func (b *benchRun) train(ctx context.Context, steps int) (int, error) {
 	c := b.comm
 	tr := newTrainer(b.seed, c.Rank)
 	buf := make([]byte, (trainParams+1)*4) // the last element carries the loss
+	nb := max(b.o.Buckets, 1)
+	compute := time.Duration(b.o.ComputeMS) * time.Millisecond
 	bad := 0
 	for step := 1; step <= steps; step++ {
 		tr.gradient(buf)
 		start := time.Now()
-		k := call{coll: AllReduce, t: Float32, op: Sum, root: -1, count: trainParams + 1, send: buf, recv: buf, algo: c.env.Algo}
-		if err := c.run(ctx, k); err != nil {
+		st, err := b.backward(ctx, step, buf, nb, compute)
+		if err != nil {
 			return bad, fmt.Errorf("training step %d: %w", step, err)
 		}
 		took := time.Since(start)
-		b.rec.Add(string(AllReduce), "train", start, map[string]any{"bytes": len(buf), "step": step})
 		loss := tr.update(buf, c.NRanks)
 		if !finite(loss) {
 			bad++
 		}
-		if c.Rank == 0 {
-			fmt.Fprintf(b.out, "step %4d/%d | loss %s | allreduce %.2f ms\n", step, steps, lossString(loss), float64(took.Microseconds())/1000)
+		if c.Rank != 0 {
+			continue
 		}
+		if compute == 0 {
+			fmt.Fprintf(b.out, "step %4d/%d | loss %s | allreduce %.2f ms\n", step, steps, lossString(loss), ms(took))
+			continue
+		}
+		fmt.Fprintf(b.out, "step %4d/%d | loss %s | backward %.1f ms | allreduce %.1f ms in %d buckets | exposed %.1f ms | step %.1f ms\n",
+			step, steps, lossString(loss), ms(st.backward), ms(st.comm), nb, ms(took-st.backward), ms(took))
 	}
 	return bad, nil
 }
+
+// stepTimes is where one step's time went: the backward pass, and the time the
+// buckets' all_reduce calls ran (summed; they overlap the pass, not each other).
+type stepTimes struct{ backward, comm time.Duration }
+
+// backward runs one step's backward pass and the buckets' all_reduce calls, and
+// returns when the last bucket is reduced.
+func (b *benchRun) backward(ctx context.Context, step int, buf []byte, nb int, compute time.Duration) (stepTimes, error) {
+	c := b.comm
+	elems := len(buf) / 4
+	ready := make(chan int, nb)
+	done := make(chan error, 1)
+	var st stepTimes
+	go func() {
+		for i := range ready {
+			lo, hi := elems*i/nb, elems*(i+1)/nb
+			part := buf[4*lo : 4*hi]
+			start := time.Now()
+			k := call{coll: AllReduce, t: Float32, op: Sum, root: -1, count: hi - lo, send: part, recv: part, algo: c.env.Algo}
+			if err := c.run(ctx, k); err != nil {
+				done <- err
+				return
+			}
+			st.comm += time.Since(start)
+			b.rec.Add(string(AllReduce), "train", start, map[string]any{"bytes": len(part), "step": step, "bucket": i})
+		}
+		done <- nil
+	}()
+	start := time.Now()
+	for i := range nb {
+		if compute > 0 {
+			t0 := time.Now()
+			t := time.NewTimer(compute*time.Duration(i+1)/time.Duration(nb) - time.Since(start))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				close(ready)
+				<-done
+				return st, ctx.Err()
+			case err := <-done: // a bucket failed: stop the pass
+				t.Stop()
+				close(ready)
+				return st, err
+			}
+			b.rec.AddOn("compute", "backward", "train", t0, map[string]any{"step": step, "bucket": i})
+		}
+		ready <- i
+	}
+	close(ready)
+	st.backward = time.Since(start)
+	err := <-done
+	return st, err
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // lossString prints a loss as Python prints a float: nan and inf spelled so.
 func lossString(v float32) string {

@@ -1,7 +1,13 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -91,5 +97,84 @@ func TestLossString(t *testing.T) {
 		if got := lossString(tc.v); got != tc.want {
 			t.Errorf("lossString(%v) = %q, want %q", tc.v, got, tc.want)
 		}
+	}
+}
+
+// TestTrainOverlap runs the training loop on two ranks with a 300 ms backward pass:
+// in 4 buckets, the first bucket's all_reduce starts while the pass is still running
+// (75 ms into it, by construction); in 1 bucket, only after the pass ends. The trace
+// shows the pass on a "rank N compute" thread of its own. Only bounds that a timer
+// guarantees are checked, never speeds.
+func TestTrainOverlap(t *testing.T) {
+	stepRE := regexp.MustCompile(`(?m)^step +\d+/2 \| loss \S+ \| backward ([\d.]+) ms \| allreduce ([\d.]+) ms in (\d+) buckets \| exposed ([\d.]+) ms \| step ([\d.]+) ms$`)
+	for _, tc := range []struct {
+		buckets int
+		overlap bool // the first bucket's all_reduce starts before the pass ends
+	}{{4, true}, {1, false}} {
+		t.Run(fmt.Sprint(tc.buckets), func(t *testing.T) {
+			t.Parallel()
+			o := smallOpts(AllReduce, "a:1,b:1")
+			o.MinBytes, o.MaxBytes, o.Train, o.ComputeMS, o.Buckets = 8, 8, 2, 300, tc.buckets
+			o.Trace = filepath.Join(t.TempDir(), "trace.json")
+			out, errOut, err := launch(t, o)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, errOut)
+			}
+			steps := stepRE.FindAllStringSubmatch(out, -1)
+			if len(steps) != 2 {
+				t.Fatalf("want 2 step lines, got:\n%s", out)
+			}
+			for _, m := range steps {
+				back, _ := strconv.ParseFloat(m[1], 64)
+				exposed, _ := strconv.ParseFloat(m[4], 64)
+				step, _ := strconv.ParseFloat(m[5], 64)
+				if back < 300 || m[3] != fmt.Sprint(tc.buckets) || math.Abs(step-back-exposed) > 0.15 {
+					t.Errorf("step line %q: want backward >= 300 ms, %d buckets, step = backward + exposed", m[0], tc.buckets)
+				}
+			}
+			b, err := os.ReadFile(o.Trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr struct {
+				TraceEvents []struct {
+					Name string         `json:"name"`
+					Ph   string         `json:"ph"`
+					TID  int            `json:"tid"`
+					TS   float64        `json:"ts"`
+					Dur  float64        `json:"dur"`
+					Args map[string]any `json:"args"`
+				} `json:"traceEvents"`
+			}
+			if err := json.Unmarshal(b, &tr); err != nil {
+				t.Fatal(err)
+			}
+			// Rank 1's first step: the pass (thread 1001) and the buckets (thread 1).
+			var passStart, passEnd, firstAR float64 = -1, 0, -1
+			var names []string
+			for _, e := range tr.TraceEvents {
+				if e.Ph == "M" && e.TID == 1001 {
+					names = append(names, e.Args["name"].(string))
+				}
+				if e.Ph != "X" || e.Args["step"] != 1.0 {
+					continue
+				}
+				switch {
+				case e.TID == 1001 && e.Name == "backward":
+					if passStart < 0 || e.TS < passStart {
+						passStart = e.TS
+					}
+					passEnd = max(passEnd, e.TS+e.Dur)
+				case e.TID == 1 && e.Name == "all_reduce" && e.Args["bucket"] == 0.0:
+					firstAR = e.TS
+				}
+			}
+			if fmt.Sprint(names) != "[rank 1 compute]" || passStart < 0 || firstAR < 0 {
+				t.Fatalf("trace lacks rank 1's compute thread, its backward slices or its first bucket (thread names %q):\n%s", names, b)
+			}
+			if overlap := firstAR < passEnd; overlap != tc.overlap || passEnd-passStart < 300e3 {
+				t.Errorf("pass %.0f to %.0f µs, first all_reduce at %.0f µs: overlap %v, want %v", passStart, passEnd, firstAR, overlap, tc.overlap)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 // Event is one complete slice ("ph":"X") on a rank's timeline.
 type Event struct {
+	Track string         `json:"-"` // "": the rank's own thread; else a thread of its own (e.g. "compute")
 	Name  string         `json:"name"`
 	Cat   string         `json:"cat,omitempty"`
 	Start time.Time      `json:"-"`
@@ -39,6 +40,13 @@ func NewRecorder(limit int) *Recorder {
 
 // Add records an event that started at start and lasted until now.
 func (r *Recorder) Add(name, cat string, start time.Time, args map[string]any) {
+	r.AddOn("", name, cat, start, args)
+}
+
+// AddOn records an event on one of the rank's tracks: work that overlaps the
+// rank's collective calls (a backward pass) gets a thread of its own, as a
+// profiler shows a GPU's compute and communication streams as separate rows.
+func (r *Recorder) AddOn(track, name, cat string, start time.Time, args map[string]any) {
 	if r == nil {
 		return
 	}
@@ -47,7 +55,7 @@ func (r *Recorder) Add(name, cat string, start time.Time, args map[string]any) {
 	if len(r.events) >= r.limit {
 		return
 	}
-	r.events = append(r.events, Event{Name: name, Cat: cat, Start: start, Dur: time.Since(start), Args: args})
+	r.events = append(r.events, Event{Track: track, Name: name, Cat: cat, Start: start, Dur: time.Since(start), Args: args})
 }
 
 // Events returns a copy of the recorded events.
@@ -59,18 +67,19 @@ func (r *Recorder) Events() []Event {
 
 // wire is the form a rank sends to rank 0.
 type wire struct {
-	Name string         `json:"n"`
-	Cat  string         `json:"c,omitempty"`
-	TS   int64          `json:"t"` // µs since the Unix epoch
-	Dur  int64          `json:"d"` // µs
-	Args map[string]any `json:"a,omitempty"`
+	Track string         `json:"k,omitempty"`
+	Name  string         `json:"n"`
+	Cat   string         `json:"c,omitempty"`
+	TS    int64          `json:"t"` // µs since the Unix epoch
+	Dur   int64          `json:"d"` // µs
+	Args  map[string]any `json:"a,omitempty"`
 }
 
 // Marshal encodes a rank's events for transfer.
 func Marshal(evs []Event) ([]byte, error) {
 	w := make([]wire, len(evs))
 	for i, e := range evs {
-		w[i] = wire{e.Name, e.Cat, e.Start.UnixMicro(), e.Dur.Microseconds(), e.Args}
+		w[i] = wire{e.Track, e.Name, e.Cat, e.Start.UnixMicro(), e.Dur.Microseconds(), e.Args}
 	}
 	return json.Marshal(w)
 }
@@ -83,7 +92,7 @@ func Unmarshal(b []byte) ([]Event, error) {
 	}
 	evs := make([]Event, len(w))
 	for i, e := range w {
-		evs[i] = Event{Name: e.Name, Cat: e.Cat, Start: time.UnixMicro(e.TS), Dur: time.Duration(e.Dur) * time.Microsecond, Args: e.Args}
+		evs[i] = Event{Track: e.Track, Name: e.Name, Cat: e.Cat, Start: time.UnixMicro(e.TS), Dur: time.Duration(e.Dur) * time.Microsecond, Args: e.Args}
 	}
 	return evs, nil
 }
@@ -107,7 +116,9 @@ type chromeEvent struct {
 }
 
 // WriteChrome writes the ranks' timelines as Chrome trace JSON. Timestamps are
-// relative to the earliest event.
+// relative to the earliest event. A rank's thread id is its rank; its named tracks
+// get 1000×k + rank (k = 1, 2, ... in the order the tracks first appear), named
+// "rank N <track>".
 func WriteChrome(w io.Writer, ranks []Rank) error {
 	nodes := map[string]int{}
 	var names []string
@@ -129,6 +140,14 @@ func WriteChrome(w io.Writer, ranks []Rank) error {
 			}
 		}
 	}
+	tracks := map[string]int{"": 0}
+	for _, r := range ranks {
+		for _, e := range r.Events {
+			if _, ok := tracks[e.Track]; !ok {
+				tracks[e.Track] = len(tracks)
+			}
+		}
+	}
 	out := []chromeEvent{}
 	for _, n := range names {
 		out = append(out, chromeEvent{Name: "process_name", Ph: "M", PID: nodes[n], Args: map[string]any{"name": n}})
@@ -136,12 +155,18 @@ func WriteChrome(w io.Writer, ranks []Rank) error {
 	for _, r := range ranks {
 		pid := nodes[r.Node]
 		out = append(out, chromeEvent{Name: "thread_name", Ph: "M", PID: pid, TID: r.Rank, Args: map[string]any{"name": fmt.Sprintf("rank %d", r.Rank)}})
+		named := map[string]bool{}
 		for _, e := range r.Events {
+			tid := 1000*tracks[e.Track] + r.Rank
+			if e.Track != "" && !named[e.Track] {
+				named[e.Track] = true
+				out = append(out, chromeEvent{Name: "thread_name", Ph: "M", PID: pid, TID: tid, Args: map[string]any{"name": fmt.Sprintf("rank %d %s", r.Rank, e.Track)}})
+			}
 			out = append(out, chromeEvent{
 				Name: e.Name, Cat: e.Cat, Ph: "X",
 				TS:  float64(e.Start.Sub(t0).Nanoseconds()) / 1e3,
 				Dur: float64(e.Dur.Nanoseconds()) / 1e3,
-				PID: pid, TID: r.Rank, Args: e.Args,
+				PID: pid, TID: tid, Args: e.Args,
 			})
 		}
 	}

@@ -235,4 +235,36 @@ func TestBrowserExam(t *testing.T) {
 	if a, _ := st.Attempt(context.Background(), late.ID); a.State != store.AttemptSubmitted || !a.Auto {
 		t.Errorf("timed-out attempt: %+v", a)
 	}
+	logout()
+
+	// 4. The admin (the first account) closes the exam with a note; a
+	// candidate then reads why on the start page and has no start button.
+	const note = "考场维护，明早 9 点恢复"
+	must("close the exam", chromedp.Do(ctx,
+		chromedp.Navigate(hs.URL+"/login"),
+		chromedp.SendKeys(`input[name=email]`, "pass@example.com", chromedp.NodeVisible),
+		chromedp.SendKeys(`input[name=password]`, "correct horse battery"),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`ol.modules`),
+		chromedp.Navigate(hs.URL+"/admin/exams"),
+		chromedp.SendKeys(`#exam-m12 input[name=note]`, note, chromedp.NodeVisible),
+		chromedp.Click(`#exam-m12 form.exam-switch button`),
+		chromedp.WaitVisible(`#exam-m12[data-disabled="true"]`),
+	))
+	screenshot(ctx, t, "exam-4-closed")
+	logout()
+	must("closed exam", chromedp.Do(ctx,
+		chromedp.Navigate(hs.URL+"/login"),
+		chromedp.SendKeys(`input[name=email]`, "fail@example.com", chromedp.NodeVisible),
+		chromedp.SendKeys(`input[name=password]`, "correct horse battery"),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`ol.modules`),
+		chromedp.Navigate(hs.URL+"/exams/m12"),
+		chromedp.WaitVisible(`.exam-start .error`),
+	))
+	msg, err := chromedp.Run(ctx, chromedp.Text(`.exam-start .error`))
+	must("closed message", err)
+	if !strings.Contains(msg, "暂停报名") || !strings.Contains(msg, note) {
+		t.Errorf("a candidate of the closed exam reads %q", msg)
+	}
 }

@@ -311,7 +311,7 @@ var messages = map[string]pair{
 
 	// exams (server/exampages.go)
 	"exam.active":          {"你已经有一场进行中的考试：先完成它。", "You already have an exam in progress: finish it first."},
-	"exam.admin.title":     {"考试记录", "Exam attempts"},
+	"exam.admin.title":     {"考试管理", "Exams and attempts"},
 	"exam.attempts":        {"已用次数", "Attempts used"},
 	"exam.autosubmitted":   {"时间到，自动交卷", "submitted when time ran out"},
 	"exam.candidate":       {"考生", "Candidate"},

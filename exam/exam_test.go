@@ -1,6 +1,7 @@
 package exam
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,14 @@ func TestShippedExam(t *testing.T) {
 	}
 	if len(positions) != 5 {
 		t.Errorf("labs cover positions %v, want ①–④ and the host/software faults", positions)
+	}
+	// The tour's task text walks through its diagnosis: no pool may draw it.
+	for _, sec := range e.Sections {
+		for _, p := range sec.Draw {
+			if cands, _ := p.candidates(set.cat, set.crs); slices.Contains(cands, "ch01-tour") {
+				t.Errorf("section %s draws from %v, which has the tutorial ch01-tour", sec.ID, cands)
+			}
+		}
 	}
 	if last := tasks[len(tasks)-1]; last.Lab() || len(last.Questions) != 6 {
 		t.Errorf("last task %+v, want the 6 theory questions", last)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,7 +23,14 @@ import (
 // whose host is the fake of the lab page tests (no root).
 func newExamLabEnv(t *testing.T) (*examEnv, *labEnv) {
 	t.Helper()
-	e := newExamEnv(t, filepath.Join(t.TempDir(), "commlab.db"))
+	return newExamLabEnvAt(t, filepath.Join(t.TempDir(), "commlab.db"))
+}
+
+// newExamLabEnvAt is newExamLabEnv on the database at dbPath: a second one on
+// the same path stands for the server after a restart.
+func newExamLabEnvAt(t *testing.T, dbPath string) (*examEnv, *labEnv) {
+	t.Helper()
+	e := newExamEnv(t, dbPath)
 	host := &fakeHost{}
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr := session.NewManager(ctx, session.Config{Provider: host, Faults: host, DataDir: t.TempDir(), NoStream: true,
@@ -297,9 +305,11 @@ func TestExamClockPausesWhileLabStarts(t *testing.T) {
 	}
 }
 
-// TestExamCommandsKeptAtShutdown: a server that stops keeps the commands of
-// the exam labs it ran with their attempts (the labs end with it).
-func TestExamCommandsKeptAtShutdown(t *testing.T) {
+// TestExamLabAcrossRestart: a server that stops keeps the commands of the
+// exam labs it ran with their attempts (the labs end with it). After the
+// restart the ungraded lab task starts again with the same variant, the clock
+// pauses again for its start-up, and once graded it cannot start again.
+func TestExamLabAcrossRestart(t *testing.T) {
 	e, le := newExamLabEnv(t)
 	ctx := context.Background()
 	e.register(e.c, "stop@example.com")
@@ -330,5 +340,51 @@ func TestExamCommandsKeptAtShutdown(t *testing.T) {
 	cmds, _ := e.st.Commands(ctx, aid)
 	if len(cmds) != 1 || cmds[0].Command != "ss -tn" || cmds[0].Task != task || cmds[0].Node != st.Nodes[0] {
 		t.Errorf("commands kept at shutdown: %+v", cmds)
+	}
+
+	// The process ends, and its labs with it; a new one opens the same database.
+	first, _ := le.mgr.Get(a.UserID, strings.TrimPrefix(path, "/lab/"))
+	le.mgr.Shutdown()
+	<-first.Ended()
+	before, _ := e.st.Attempt(ctx, aid)
+	e.st.Close()
+	e2, le2 := newExamLabEnvAt(t, e.path)
+	e2.c = e.c
+	if _, page, _ := e2.do(e2.c, "GET", attempt, nil); !strings.Contains(page, fmt.Sprintf(`data-start-lab="%d"`, task)) {
+		t.Fatalf("after the restart the attempt page offers no start of lab task %d:\n%s", task, page)
+	}
+	tok := e2.csrf(e2.c, attempt)
+	code, body, h := e2.do(e2.c, "POST", fmt.Sprintf("%s/lab/%d", attempt, task), url.Values{"csrf_token": {tok}})
+	if code != http.StatusSeeOther || h.Get("Location") == path {
+		t.Fatalf("start lab task %d again after the restart: %d %s %v", task, code, body, h.Get("Location"))
+	}
+	waitConfirmed(t, e2, h.Get("Location"))
+	again, err := le2.mgr.Get(a.UserID, strings.TrimPrefix(h.Get("Location"), "/lab/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Variant.Scenario.ID != first.Variant.Scenario.ID || !maps.Equal(again.Variant.Values, first.Variant.Values) {
+		t.Errorf("after the restart the task drew %s %v, before %s %v", again.Variant.Scenario.ID, again.Variant.Values,
+			first.Variant.Scenario.ID, first.Variant.Values)
+	}
+	var after *store.Attempt
+	for i := 0; i < 100; i++ {
+		if after, _ = e2.st.Attempt(ctx, aid); after.Deadline.After(before.Deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !after.Deadline.After(before.Deadline) || after.Deadline.Sub(before.Deadline) > time.Minute {
+		t.Errorf("deadline %s after the second start-up, was %s: want it later by the start-up", after.Deadline, before.Deadline)
+	}
+	form := url.Values{"csrf_token": {tok}, "class": {again.Variant.Scenario.Diagnosis.Class}}
+	for k, v := range again.Variant.Location() {
+		form.Set(k, v)
+	}
+	if code, body, _ := e2.do(e2.c, "POST", fmt.Sprintf("%s/lab/%d/diagnosis", attempt, task), form); code != http.StatusSeeOther {
+		t.Fatalf("diagnosis after the restart: %d %s", code, body)
+	}
+	if code, _, _ := e2.do(e2.c, "POST", fmt.Sprintf("%s/lab/%d", attempt, task), url.Values{"csrf_token": {tok}}); code != http.StatusConflict {
+		t.Errorf("start the graded lab task: %d, want 409", code)
 	}
 }

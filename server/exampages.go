@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -33,6 +35,7 @@ func (s *Server) examRoutes(r *gin.Engine) {
 	adm := r.Group("/admin/exams", s.requireUser, s.needExams, s.requireRole(store.RoleInstructor))
 	adm.GET("", s.examAdmin)
 	adm.GET("/attempts.csv", s.examCSV)
+	adm.POST("/switch/:exam", s.requireRole(store.RoleAdmin), s.examSwitch)
 	adm.GET("/attempt/:aid", s.loadAttempt, s.attemptReview)
 	adm.POST("/attempt/:aid/void", s.loadAttempt, s.attemptVoid)
 }
@@ -82,16 +85,39 @@ func attemptOf(c *gin.Context) (*store.Attempt, *exam.Exam) {
 
 type examListData struct {
 	Exams    []*exam.Exam
+	Switches map[string]store.ExamSwitch
 	Attempts []store.Attempt
 }
 
 func (s *Server) examList(c *gin.Context) {
-	atts, err := s.examDB().Attempts(c.Request.Context(), "", userOf(c).ID)
+	ctx := c.Request.Context()
+	atts, err := s.examDB().Attempts(ctx, "", userOf(c).ID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.renderPage(c, http.StatusOK, "exams", web.T(langOf(c), "exam.list.title"), examListData{Exams: s.exams.All(), Attempts: atts})
+	sw, err := s.examDB().ExamSwitches(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.renderPage(c, http.StatusOK, "exams", web.T(langOf(c), "exam.list.title"), examListData{Exams: s.exams.All(), Switches: sw, Attempts: atts})
+}
+
+// switchOf is the exam's switch; the zero one (enabled) if never switched.
+func (s *Server) switchOf(ctx context.Context, examID string) (store.ExamSwitch, error) {
+	all, err := s.examDB().ExamSwitches(ctx)
+	return all[examID], err
+}
+
+// disabledMsg tells a candidate that the exam takes no new attempts, with
+// the admin's note.
+func disabledMsg(lang string, sw store.ExamSwitch) string {
+	msg := web.T(lang, "exam.disabled")
+	if sw.Note != "" {
+		msg += " " + fmt.Sprintf(web.T(lang, "exam.disabled.note"), sw.Note)
+	}
+	return msg
 }
 
 type examStartData struct {
@@ -132,8 +158,15 @@ func (s *Server) examStartPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	sw, err := s.switchOf(c.Request.Context(), e.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	d := examStartData{Exam: e, Minutes: int(e.TimeLimit.Minutes()), Used: len(ended), Active: active}
-	if err := e.MayStart(ended, time.Now()); err != nil && active == nil {
+	if active == nil && sw.Disabled {
+		d.Cannot = disabledMsg(langOf(c), sw)
+	} else if err := e.MayStart(ended, time.Now()); err != nil && active == nil {
 		d.Cannot = s.cannotStart(langOf(c), err)
 	}
 	s.renderPage(c, http.StatusOK, "exam", e.TitleIn(langOf(c)), d)
@@ -155,6 +188,11 @@ func (s *Server) examStart(c *gin.Context) {
 	ctx, u := c.Request.Context(), userOf(c)
 	if a, err := s.examDB().ActiveAttempt(ctx, u.ID); err == nil {
 		c.Redirect(http.StatusSeeOther, fmt.Sprintf("/attempt/%d", a.ID))
+		return
+	}
+	// A disabled exam takes no new attempt; those already running go on (above).
+	if sw, err := s.switchOf(ctx, e.ID); err != nil || sw.Disabled {
+		s.fail(c, firstErr(err, httpError{http.StatusConflict, "exam.cannot", disabledMsg(langOf(c), sw)}))
 		return
 	}
 	ended, _, err := s.ended(ctx, u.ID, e)
@@ -411,8 +449,17 @@ func (s *Server) finishAttempt(ctx context.Context, a *store.Attempt, e *exam.Ex
 }
 
 type examAdminData struct {
+	Exams    []examState
 	Attempts []store.Attempt
 	Names    map[int64]string
+}
+
+// examState is one exam on the staff page: its switch and the attempts it
+// has running (a switch leaves those alone).
+type examState struct {
+	Exam   *exam.Exam
+	Switch store.ExamSwitch
+	Active int
 }
 
 // finishDue submits every active attempt whose time is up, so lists are right.
@@ -454,9 +501,51 @@ func (s *Server) adminAttempts(c *gin.Context) ([]store.Attempt, map[int64]strin
 
 func (s *Server) examAdmin(c *gin.Context) {
 	atts, names, ok := s.adminAttempts(c)
-	if ok {
-		s.renderPage(c, http.StatusOK, "examadmin", web.T(langOf(c), "exam.admin.title"), examAdminData{Attempts: atts, Names: names})
+	if !ok {
+		return
 	}
+	sw, err := s.examDB().ExamSwitches(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	d := examAdminData{Attempts: atts, Names: names}
+	for _, e := range s.exams.All() {
+		st := examState{Exam: e, Switch: sw[e.ID]}
+		for _, a := range atts {
+			if a.ExamID == e.ID && a.State == store.AttemptActive {
+				st.Active++
+			}
+		}
+		d.Exams = append(d.Exams, st)
+	}
+	s.renderPage(c, http.StatusOK, "examadmin", web.T(langOf(c), "exam.admin.title"), d)
+}
+
+// examSwitch disables an exam (with a note for candidates) or enables it
+// again. Disabling refuses new attempts only: a candidate mid-exam keeps the
+// attempt, its labs and its clock (an admin voids one to stop it), since
+// ending it would take time paid for and give no grade for work done.
+func (s *Server) examSwitch(c *gin.Context) {
+	e, ok := s.exams.Get(c.Param("exam"))
+	if !ok {
+		s.fail(c, errNotFound)
+		return
+	}
+	sw := store.ExamSwitch{ExamID: e.ID, Disabled: c.PostForm("disabled") == "true", By: userOf(c).ID}
+	if sw.Disabled {
+		sw.Note = strings.TrimSpace(c.PostForm("note"))
+	}
+	if utf8.RuneCountInString(sw.Note) > 300 {
+		s.fail(c, httpError{http.StatusBadRequest, "exam.switch.long", ""})
+		return
+	}
+	if err := s.examDB().SetExamSwitch(c.Request.Context(), sw); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("exam switched", "exam", e.ID, "disabled", sw.Disabled, "by", sw.By)
+	c.Redirect(http.StatusSeeOther, "/admin/exams#exam-"+e.ID)
 }
 
 func (s *Server) examCSV(c *gin.Context) {

@@ -258,3 +258,110 @@ func openRawDB(t *testing.T, path string) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// TestExamSwitch: an admin closes an exam to new attempts with a note. A
+// candidate then sees why on the list and start pages (zh-CN and en) and is
+// refused a start; one mid-exam carries on to a graded submit. Learners and
+// instructors cannot switch; reopening lets candidates start again.
+func TestExamSwitch(t *testing.T) {
+	e := newExamEnv(t, filepath.Join(t.TempDir(), "commlab.db"))
+	ctx := context.Background()
+	admin, inst, mid, late := newClient(), newClient(), newClient(), newClient()
+	for i, c := range []*http.Client{admin, inst, mid, late} {
+		e.register(c, fmt.Sprintf("s%d@example.com", i)) // the first account is the admin
+	}
+	iu, _ := e.st.UserByEmail(ctx, "s1@example.com")
+	if err := e.st.SetRole(ctx, iu.ID, store.RoleInstructor); err != nil {
+		t.Fatal(err)
+	}
+	aMid := e.start(mid)
+	switchExam := func(c *http.Client, exam string, form url.Values) int {
+		t.Helper()
+		form.Set("csrf_token", e.csrf(c, "/exams"))
+		code, _, _ := e.do(c, "POST", "/admin/exams/switch/"+exam, form)
+		return code
+	}
+	const note = "机房维护，6 月 2 日恢复"
+	for _, tt := range []struct {
+		who  string
+		c    *http.Client
+		exam string
+		form url.Values
+		want int
+	}{
+		{"learner", late, "m12", url.Values{"disabled": {"true"}}, http.StatusForbidden},
+		{"instructor", inst, "m12", url.Values{"disabled": {"true"}}, http.StatusForbidden},
+		{"admin, no such exam", admin, "m99", url.Values{"disabled": {"true"}}, http.StatusNotFound},
+		{"admin, note too long", admin, "m12", url.Values{"disabled": {"true"}, "note": {strings.Repeat("长", 301)}}, http.StatusBadRequest},
+		{"admin", admin, "m12", url.Values{"disabled": {"true"}, "note": {"  " + note + " "}}, http.StatusSeeOther},
+	} {
+		if code := switchExam(tt.c, tt.exam, tt.form); code != tt.want {
+			t.Errorf("%s switches %s: %d, want %d", tt.who, tt.exam, code, tt.want)
+		}
+	}
+
+	// Staff see the state, the note and the attempt still running; only the
+	// admin gets the form.
+	for _, c := range []*http.Client{admin, inst} {
+		_, page, _ := e.do(c, "GET", "/admin/exams", nil)
+		row := regexp.MustCompile(`(?s)<tr id="exam-m12".*?</tr>`).FindString(page)
+		if !strings.Contains(row, `data-disabled="true"`) || !strings.Contains(row, note) || !strings.Contains(row, "<td>1</td>") {
+			t.Errorf("the staff page's row of m12:\n%s", row)
+		}
+		if form := strings.Contains(row, `action="/admin/exams/switch/m12"`); form != (c == admin) {
+			t.Errorf("switch form on the page: %v, want it for the admin only", form)
+		}
+	}
+
+	// A new candidate is told why, in either language, and cannot start.
+	_, list, _ := e.do(late, "GET", "/exams", nil)
+	if !strings.Contains(list, `data-closed="m12"`) {
+		t.Error("the exam list does not mark m12 closed")
+	}
+	for _, lang := range []struct{ code, want string }{{"zh-CN", "这场考试已暂停报名"}, {"en", "closed to new attempts for now"}} {
+		e.do(late, "GET", "/lang/"+lang.code, nil)
+		_, page, _ := e.do(late, "GET", "/exams/m12", nil)
+		if !strings.Contains(page, lang.want) || !strings.Contains(page, note) || strings.Contains(page, `id="exam-start"`) {
+			t.Errorf("%s start page of the closed exam:\n%s", lang.code, page)
+		}
+	}
+	code, body, _ := e.do(late, "POST", "/exams/m12/start", url.Values{"csrf_token": {e.csrf(late, "/exams")}})
+	if code != http.StatusConflict || !strings.Contains(body, note) {
+		t.Errorf("start of a closed exam: %d\n%s", code, body)
+	}
+	if atts, _ := e.st.Attempts(ctx, "m12", 0); len(atts) != 1 {
+		t.Errorf("attempts after the refused start: %d, want the one running", len(atts))
+	}
+
+	// The candidate mid-exam goes on: the start page continues the attempt,
+	// answers save, and the submit grades it.
+	if _, page, _ := e.do(mid, "GET", "/exams/m12", nil); !strings.Contains(page, fmt.Sprintf(`href="/attempt/%d"`, aMid)) || strings.Contains(page, "已暂停报名") {
+		t.Errorf("start page for the candidate mid-exam:\n%s", page)
+	}
+	if again := e.start(mid); again != aMid {
+		t.Errorf("start mid-exam gave %d, want the running %d", again, aMid)
+	}
+	atok := e.csrf(mid, fmt.Sprintf("/attempt/%d", aMid))
+	m12, _ := e.srv.exams.Get("m12")
+	a, _ := e.st.Attempt(ctx, aMid)
+	tasks := e.srv.exams.Tasks(m12, a.Seed)
+	theory := tasks[len(tasks)-1]
+	form := rightAnswers(t, theory.Questions)
+	form.Set("csrf_token", atok)
+	if code, body, _ := e.do(mid, "POST", fmt.Sprintf("/attempt/%d/task/%d", aMid, theory.Index), form); code != http.StatusSeeOther {
+		t.Errorf("save mid-exam: %d %s", code, body)
+	}
+	e.do(mid, "POST", fmt.Sprintf("/attempt/%d/submit", aMid), url.Values{"csrf_token": {atok}})
+	if a, _ := e.st.Attempt(ctx, aMid); a.State != store.AttemptSubmitted || a.Score < 0.19 {
+		t.Errorf("attempt that ran through the switch: %+v", a)
+	}
+
+	// Reopened, the exam takes new attempts again.
+	if code := switchExam(admin, "m12", url.Values{"disabled": {"false"}}); code != http.StatusSeeOther {
+		t.Fatalf("reopen: %d", code)
+	}
+	if _, list, _ := e.do(late, "GET", "/exams", nil); strings.Contains(list, `data-closed="m12"`) {
+		t.Error("the list still marks the reopened exam closed")
+	}
+	e.start(late)
+}

@@ -56,8 +56,22 @@ type Command struct {
 	At      time.Time
 }
 
+// ExamSwitch is an admin's last word on whether an exam takes new attempts.
+type ExamSwitch struct {
+	ExamID   string
+	Disabled bool
+	Note     string // shown to candidates while disabled
+	By       int64
+	At       time.Time
+}
+
 // Exams keeps exam attempts. SQLite and PostgreSQL implement it beside Store.
 type Exams interface {
+	// SetExamSwitch records whether an exam takes new attempts (sw.At is
+	// set to now). An exam never switched is enabled.
+	SetExamSwitch(ctx context.Context, sw ExamSwitch) error
+	// ExamSwitches returns the exams ever switched, by exam id.
+	ExamSwitches(ctx context.Context) (map[string]ExamSwitch, error)
 	// StartAttempt inserts a (active) and sets its ID. ErrExists if the user
 	// already has an active attempt at any exam.
 	StartAttempt(ctx context.Context, a *Attempt) error
@@ -89,6 +103,41 @@ type Exams interface {
 }
 
 var _ Exams = (*sqlDB)(nil)
+
+// SetExamSwitch implements Exams.
+func (s *sqlDB) SetExamSwitch(ctx context.Context, sw ExamSwitch) error {
+	if sw.ExamID == "" {
+		return fmt.Errorf("switch exam: %w: exam id is required", ErrInvalid)
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO exam_switches (exam_id, disabled, note, changed_by, changed_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (exam_id) DO UPDATE SET disabled = excluded.disabled, note = excluded.note,
+		changed_by = excluded.changed_by, changed_at = excluded.changed_at`,
+		sw.ExamID, sw.Disabled, strings.TrimSpace(sw.Note), nullID(sw.By), toDB(now()))
+	if err != nil {
+		return fmt.Errorf("switch exam %s: %w", sw.ExamID, userMissing(err, sw.By))
+	}
+	return nil
+}
+
+// ExamSwitches implements Exams.
+func (s *sqlDB) ExamSwitches(ctx context.Context) (map[string]ExamSwitch, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT exam_id, disabled, note, COALESCE(changed_by, 0), changed_at FROM exam_switches`)
+	if err != nil {
+		return nil, fmt.Errorf("exam switches: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]ExamSwitch{}
+	for rows.Next() {
+		var sw ExamSwitch
+		var at int64
+		if err := rows.Scan(&sw.ExamID, &sw.Disabled, &sw.Note, &sw.By, &at); err != nil {
+			return nil, fmt.Errorf("exam switches: %w", err)
+		}
+		sw.At = fromDB(at)
+		out[sw.ExamID] = sw
+	}
+	return out, rows.Err()
+}
 
 // StartAttempt implements Exams.
 func (s *sqlDB) StartAttempt(ctx context.Context, a *Attempt) error {

@@ -21,6 +21,49 @@ func TestCertificates(t *testing.T) { testCertificates(t, sqliteOpener(t)) }
 
 func TestAttempts(t *testing.T) { testAttempts(t, sqliteOpener(t)) }
 
+func TestExamSwitches(t *testing.T) { testExamSwitches(t, sqliteOpener(t)) }
+
+// testExamSwitches: an exam is enabled until switched; the last switch wins,
+// keeps who and when, and survives a reopen.
+func testExamSwitches(t *testing.T, open opener) {
+	ctx := ctxT(t)
+	s := open(t)
+	admin := newUser(t, s, "admin@example.com")
+	if sw, err := s.ExamSwitches(ctx); err != nil || len(sw) != 0 {
+		t.Fatalf("fresh switches = %v, %v; want none", sw, err)
+	}
+	before := time.Now().Add(-time.Second)
+	steps := []store.ExamSwitch{
+		{ExamID: "m12", Disabled: true, Note: "closed today", By: admin.ID},
+		{ExamID: "m12", Disabled: false, By: admin.ID},
+		{ExamID: "m34", Disabled: true, Note: "  考场维护，明天恢复  ", By: admin.ID},
+	}
+	for _, sw := range steps {
+		if err := s.SetExamSwitch(ctx, sw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetExamSwitch(ctx, store.ExamSwitch{Disabled: true}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("switch without exam id: %v, want ErrInvalid", err)
+	}
+	if err := s.SetExamSwitch(ctx, store.ExamSwitch{ExamID: "m12", By: 99999}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("switch by an unknown user: %v, want ErrNotFound", err)
+	}
+	s.Close()
+	s = open(t)
+	defer s.Close()
+	got, err := s.ExamSwitches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got["m12"]; len(got) != 2 || m.Disabled || m.Note != "" || m.By != admin.ID || m.At.Before(before) {
+		t.Errorf("m12 after disable then enable: %+v (all %v)", m, got)
+	}
+	if m := got["m34"]; !m.Disabled || m.Note != "考场维护，明天恢复" || m.By != admin.ID {
+		t.Errorf("m34: %+v", m)
+	}
+}
+
 func newUser(t *testing.T, s store.Store, email string) *store.User {
 	t.Helper()
 	u := &store.User{Email: email, Name: email, Role: store.RoleLearner, PasswordHash: "x"}

@@ -36,6 +36,7 @@ func TestPostgres(t *testing.T) {
 	})
 	t.Run("Certificates", func(t *testing.T) { testCertificates(t, pgOpener(t)) })
 	t.Run("Attempts", func(t *testing.T) { testAttempts(t, pgOpener(t)) })
+	t.Run("ExamSwitches", func(t *testing.T) { testExamSwitches(t, pgOpener(t)) })
 	t.Run("Workshops", func(t *testing.T) { testWorkshops(t, pgOpener(t)) })
 
 	t.Run("ReplicasMigrateTogether", func(t *testing.T) {

@@ -134,9 +134,7 @@ func (e *Env) Nodes() []string { return e.nodes }
 
 // Target implements session.Env. The target is on the node, not on this host:
 // faults go through [Env.Apply], which the node's agent carries out.
-func (e *Env) Target(node string) injector.Target {
-	return injector.Target{Sandbox: e.ID(), Node: node}
-}
+func (e *Env) Target(node string) injector.Target { return NodeTarget(e.job, node) }
 
 // Run runs argv in node's sandbox and returns its output and exit status.
 func (e *Env) Run(ctx context.Context, node string, argv ...string) (string, int, error) {

@@ -9,6 +9,15 @@ const (
 	opApply  = "apply"  // apply a fault (Kind, Params, TTL) on the node
 	opRevert = "revert" // revert the fault Fault
 	opReply  = "reply"  // agent → server: the answer to request ID
+	opShell  = "shell"  // start a learner shell (RC, Rows, Cols) on Stream
+	opBench  = "bench"  // run commlab bench (Argv: its arguments, Env) on Stream
+)
+
+// Control messages on a stream's websocket (text frames; binary frames carry
+// the bytes of the terminal or the command's output).
+const (
+	ctlResize = "resize" // server → agent: Rows, Cols
+	ctlExit   = "exit"   // agent → server, last: Exit, or Err when it could not run
 )
 
 // Frame is one websocket message between the server and an agent. Requests go
@@ -30,6 +39,14 @@ type Frame struct {
 	TTL    time.Duration     `json:"ttl,omitempty"`
 	// revert, and apply's reply
 	Fault string `json:"fault,omitempty"`
+
+	// shell and bench: the agent dials /agent?lab=...&stream=Stream and carries
+	// the process's bytes there before it replies.
+	Stream string   `json:"stream,omitempty"`
+	RC     string   `json:"rc,omitempty"` // the shell's bash rc file
+	Rows   uint16   `json:"rows,omitempty"`
+	Cols   uint16   `json:"cols,omitempty"`
+	Env    []string `json:"env,omitempty"` // added to bench's environment
 
 	// reply: Output is the command's output (exec) or the fault's equivalent
 	// command (apply); Err is set when the request failed.

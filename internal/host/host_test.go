@@ -152,3 +152,25 @@ func TestValidOwnedNetNS(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnsNetNS(t *testing.T) {
+	tests := []struct {
+		id, node, name string
+		ok             bool
+	}{
+		{"k3f9", "node1", "cl-k3f9-node1", true},
+		{"k3f9", "node1", "cl-k3f9-node2", false},
+		{"k3f9", "node1", "cl-other-node1", false},
+		{SlurmSandboxID("4711"), "node2", SlurmNetNSName("4711", "node2"), true},
+		{SlurmSandboxID("4711"), "node2", "cl-j4711-node2", true},
+		{SlurmSandboxID("4711"), "node2", SlurmNetNSName("4712", "node2"), false},
+		{SlurmSandboxID("4711"), "node2", SlurmNetNSName("4711", "node1"), false},
+		{"jx1", "node1", "cls-x1-node1", false},
+		{"j", "node1", "cls--node1", false},
+	}
+	for _, tt := range tests {
+		if got := OwnsNetNS(tt.id, tt.node, tt.name); got != tt.ok {
+			t.Errorf("OwnsNetNS(%q, %q, %q) = %v, want %v", tt.id, tt.node, tt.name, got, tt.ok)
+		}
+	}
+}

@@ -81,6 +81,20 @@ func FabricNetNSName(id string) string { return NetNSName(id, FabricNode) }
 // cls-<job>-<node>.
 func SlurmNetNSName(job, node string) string { return SlurmPrefix + job + "-" + node }
 
+// SlurmSandboxID is the sandbox id that names a Slurm job's nodes in the
+// injector's journal: j<job>.
+func SlurmSandboxID(job string) string { return "j" + job }
+
+// OwnsNetNS says whether name is the namespace of node of sandbox id:
+// cl-<id>-<node>, or, for a Slurm job's sandbox j<job>, cls-<job>-<node>.
+func OwnsNetNS(id, node, name string) bool {
+	if name == NetNSName(id, node) {
+		return true
+	}
+	job, ok := strings.CutPrefix(id, "j")
+	return ok && job != "" && strings.Trim(job, "0123456789") == "" && name == SlurmNetNSName(job, node)
+}
+
 // reOwnedNetNS: every namespace commlab creates, sandbox nodes, scratch
 // namespaces (cl-probe-...) and Slurm labs' nodes alike, starts with Prefix or
 // SlurmPrefix and holds no path or shell metacharacters.

@@ -33,7 +33,7 @@ func JobDataDir(job string) string { return filepath.Join(DataRoot, "job-"+job) 
 // SandboxID is the sandbox id of job's nodes in the injector's journal. Their
 // namespaces are cls-<job>-<node> (host.SlurmNetNSName), out of a local sweep's
 // reach.
-func SandboxID(job string) string { return "j" + job }
+func SandboxID(job string) string { return host.SlurmSandboxID(job) }
 
 // NodeTarget is where the injector applies a fault on node of job.
 func NodeTarget(job, node string) injector.Target {

@@ -53,6 +53,8 @@ func TestLoadConfig(t *testing.T) {
 		{"option injection", "cluster:\n  partition: \"gpu --uid=0\"\n  agent_url: ws://x/agent\n", `partition "gpu --uid=0"`, false},
 		{"no agent url", "cluster:\n  partition: gpu\n", "agent_url is required", false},
 		{"unknown key", "cluster:\n  partiton: gpu\n", "partiton", false},
+		{"http agent url", "cluster:\n  agent_url: http://login1:8081/agent\n", "want ws://", false},
+		{"agent url without a port", "cluster:\n  agent_url: ws://login1/agent\n", "has no port", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +115,7 @@ func TestAgentFromEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Node != tt.node || a.netns() != "cl-j42-"+tt.node {
+			if a.Node != tt.node || a.netns() != "cls-42-"+tt.node || a.target().NetNS != a.netns() {
 				t.Fatalf("node %s netns %s", a.Node, a.netns())
 			}
 		})
@@ -153,6 +155,22 @@ func TestPosition(t *testing.T) {
 	for _, tt := range tests {
 		if got := position(tt.ids, tt.job); got != tt.want {
 			t.Errorf("position(%q, %s) = %d, want %d", tt.ids, tt.job, got, tt.want)
+		}
+	}
+}
+
+func TestListen(t *testing.T) {
+	tests := []struct{ url, listen, want string }{
+		{"ws://login1:8081/agent", "", ":8081"},
+		{"wss://login1.example.org:8443/agent", "127.0.0.1:9000", "127.0.0.1:9000"},
+	}
+	for _, tt := range tests {
+		c := &Config{AgentURL: tt.url, AgentListen: tt.listen}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Listen(); got != tt.want {
+			t.Errorf("Listen() for %s, %q = %q, want %q", tt.url, tt.listen, got, tt.want)
 		}
 	}
 }

@@ -2,11 +2,13 @@ package slurm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/labs/topology"
 )
 
 // DataRoot holds each job's agent state on a node (the injector journal), one
@@ -71,6 +74,7 @@ type Agent struct {
 	Node            string // the scenario's node name
 	Job             string // SLURM_JOB_ID
 	Index           int    // this node's place in the lab (SLURM_NODEID)
+	Topology        string // the scenario's topology; empty: one NIC, eth0
 	Injector        *injector.Injector
 	Log             *slog.Logger
 	// Retry is the pause between reconnection attempts (default 1 s).
@@ -82,7 +86,7 @@ type Agent struct {
 
 // AgentFromEnv reads the agent's lab from the job step's environment.
 func AgentFromEnv(getenv func(string) string) (*Agent, error) {
-	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID")}
+	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID"), Topology: getenv(EnvTopology)}
 	var miss []string
 	for _, k := range []string{EnvURL, EnvToken, EnvLab, EnvNodes, "SLURM_JOB_ID", "SLURM_NODEID"} {
 		if getenv(k) == "" {
@@ -137,18 +141,50 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// up makes the node's sandbox: a network namespace with loopback and one NIC,
-// eth0 (one end of a veth pair whose other end stays inside, until the site's
-// lab-owned NICs are moved in; the dummy driver is not on every kernel).
+// nics are the node's NICs as the topology plans them (slot 0's addresses:
+// each job's nodes have namespaces of their own).
+func (a *Agent) nics() ([]topology.NICPlan, error) {
+	if a.Topology == "" {
+		return []topology.NICPlan{{NIC: topology.NIC{Name: "eth0", MTU: 1500},
+			Addr: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, 0, byte(a.Index + 1)}), 24)}}, nil
+	}
+	t, err := topology.Load(a.Topology)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := t.Plan(0)
+	if err != nil {
+		return nil, err
+	}
+	np, ok := plan.Node(a.Node)
+	if !ok {
+		return nil, fmt.Errorf("topology %s has no node %s", a.Topology, a.Node)
+	}
+	return np.NICs, nil
+}
+
+// up makes the node's sandbox: a network namespace with loopback and the
+// node's NICs, each one end of a veth pair whose other end (peer<i>) stays
+// inside, until the site's lab-owned NICs are moved in (the dummy driver is
+// not on every kernel).
 func (a *Agent) up(ctx context.Context) error {
+	nics, err := a.nics()
+	if err != nil {
+		return fmt.Errorf("the node's NICs: %w", err)
+	}
 	ns := a.netns()
 	steps := [][]string{
 		{"ip", "netns", "add", ns},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
-		{"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0"},
-		{"ip", "-n", ns, "link", "set", "peer0", "up"},
-		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("10.77.0.%d/24", a.Index+1), "dev", "eth0"},
-		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+	}
+	for i, n := range nics {
+		peer := fmt.Sprintf("peer%d", i)
+		mtu := strconv.Itoa(cmp.Or(n.MTU, 1500))
+		steps = append(steps,
+			[]string{"ip", "-n", ns, "link", "add", n.Name, "mtu", mtu, "type", "veth", "peer", "name", peer, "mtu", mtu},
+			[]string{"ip", "-n", ns, "link", "set", peer, "up"},
+			[]string{"ip", "-n", ns, "addr", "add", n.Addr.String(), "dev", n.Name},
+			[]string{"ip", "-n", ns, "link", "set", n.Name, "up"})
 	}
 	for _, s := range steps {
 		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {

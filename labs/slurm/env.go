@@ -82,6 +82,7 @@ func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	script := p.Config.Script(JobSpec{Lab: lab, Nodes: nodes, GPUs: env.GPUs, TTL: ttl, Agent: agent})
 	e.job, err = submit(ctx, script, map[string]string{
 		EnvURL: p.Config.AgentURL, EnvToken: token, EnvLab: lab, EnvNodes: strings.Join(nodes, ","),
+		EnvTopology: env.Topology,
 	})
 	if err != nil {
 		p.Hub.Forget(lab)
@@ -111,7 +112,7 @@ func (e *Env) watch(poll, grace time.Duration) {
 		q, err := Queue(ctx, e.job)
 		cancel()
 		if err == nil && q.Gone() {
-			why := "it left the queue"
+			why := "no longer listed by squeue"
 			if q.State != "" {
 				why = q.State
 			}

@@ -62,6 +62,9 @@ const (
 	EnvToken = "COMMLAB_AGENT_TOKEN"
 	EnvLab   = "COMMLAB_LAB"
 	EnvNodes = "COMMLAB_NODES" // the scenario's node names, comma-separated, in Slurm node order
+	// EnvTopology is the scenario's topology (a built-in name, or a file the
+	// nodes can read): the node's NICs and their addresses.
+	EnvTopology = "COMMLAB_TOPOLOGY"
 )
 
 // tokenHeader carries the lab's token on the websocket upgrade request.

@@ -368,9 +368,9 @@ workload:
   bench: [all_reduce, -b, 64K, -e, 64K, -n, "2", -w, "1"]
   hosts: ["node1:2"]
 faults:
-  - {kind: mtu-mismatch, node: node2, params: {nic: eth0, mtu: "1400"}}
+  - {kind: mtu-mismatch, node: node2, params: {nic: rdma0, mtu: "1400"}}
 task: t
-diagnosis: {class: mtu-mismatch, location: {node: node2, nic: eth0}}
+diagnosis: {class: mtu-mismatch, location: {node: node2, nic: rdma0}}
 evidence:
   - {id: mtu, node: node2, command: '^ip\b', output: 'mtu 1400'}
 debrief: d
@@ -384,13 +384,12 @@ debrief: d
 func TestServePath(t *testing.T) {
 	exe := requireSlurm(t)
 	sc, probs := scenarios.Parse("t-slurm.yaml", []byte(serveScenario), scenarios.Options{
-		// The agent's sandbox has one NIC, eth0.
 		Topology: func(name string) ([]string, []string, bool) {
 			t, err := topology.Builtin(name)
 			if err != nil {
 				return nil, nil, false
 			}
-			return t.NodeNames(), []string{"eth0"}, true
+			return t.NodeNames(), t.NICNames(), true
 		},
 	})
 	if len(probs) > 0 {
@@ -432,11 +431,12 @@ func TestServePath(t *testing.T) {
 	}
 	scroll, out, detach := term.Attach()
 	defer detach()
-	if _, err := term.Write([]byte("ip link show eth0; id -u\n")); err != nil {
+	if _, err := term.Write([]byte("ip -br addr show rdma0; ip link show rdma0; id -u\n")); err != nil {
 		t.Fatal(err)
 	}
 	seen := string(scroll)
-	for wait := time.After(30 * time.Second); !(strings.Contains(seen, " mtu 1400 ") && strings.Contains(seen, "\n65534")); {
+	// The topology's NIC with its planned address, the fault, the learner's uid.
+	for wait := time.After(30 * time.Second); !(strings.Contains(seen, "198.18.0.66/26") && strings.Contains(seen, " mtu 1400 ") && strings.Contains(seen, "\n65534")); {
 		select {
 		case b, ok := <-out:
 			if !ok {

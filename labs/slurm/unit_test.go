@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,6 +172,38 @@ func TestListen(t *testing.T) {
 		}
 		if got := c.Listen(); got != tt.want {
 			t.Errorf("Listen() for %s, %q = %q, want %q", tt.url, tt.listen, got, tt.want)
+		}
+	}
+}
+
+// TestNodeNICs: the agent gives its node the topology's NICs and addresses.
+func TestNodeNICs(t *testing.T) {
+	tests := []struct {
+		topo, node string
+		index      int
+		want       string
+		err        string
+	}{
+		{"2x1", "node2", 1, "eth0 198.18.0.2/26 1500, rdma0 198.18.0.66/26 1500", ""},
+		{"", "node2", 1, "eth0 10.77.0.2/24 1500", ""},
+		{"2x1", "node9", 0, "", "has no node node9"},
+		{"nosuch", "node1", 0, "", "nosuch"},
+	}
+	for _, tt := range tests {
+		a := &Agent{Topology: tt.topo, Node: tt.node, Index: tt.index}
+		nics, err := a.nics()
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s/%s: err %v, want %q", tt.topo, tt.node, err, tt.err)
+			}
+			continue
+		}
+		var got []string
+		for _, n := range nics {
+			got = append(got, fmt.Sprintf("%s %s %d", n.Name, n.Addr, n.MTU))
+		}
+		if strings.Join(got, ", ") != tt.want {
+			t.Errorf("%s/%s: %q, want %q", tt.topo, tt.node, got, tt.want)
 		}
 	}
 }

@@ -113,7 +113,8 @@ func provider(t *testing.T, bin string, grace time.Duration) *Provider {
 	hub := NewHub(nil)
 	srv := httptest.NewServer(hub)
 	t.Cleanup(srv.Close)
-	return &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
+	return &Provider{Hub: hub, Agent: bin, Poll: time.Second, AgentGrace: 3 * time.Second,
+		Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
 }
 
 func run(t *testing.T, e *Env, node string, argv ...string) string {
@@ -262,6 +263,15 @@ func TestAgentKilled(t *testing.T) {
 	}
 	if left := leftovers(job); len(left) == 0 {
 		t.Fatal("a killed agent left nothing: the epilog is not tested")
+	}
+	// The job still runs (node1's agent); node2's stays away: the lab is lost.
+	select {
+	case err := <-e.Lost():
+		if !strings.Contains(err.Error(), "the agent of node node2") {
+			t.Errorf("lost: %v, want node2's agent named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the lab with node2's agent killed was never lost")
 	}
 	if err := e.Down(ctx); err != nil {
 		t.Fatal(err)

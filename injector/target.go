@@ -82,8 +82,8 @@ func (t Target) Validate() error {
 	}
 	// The journal records sandbox and node; a namespace of another sandbox (or
 	// node) would fault what the journal does not name.
-	if own := "cl-" + t.Sandbox + "-" + t.Node; t.netnsName() != own {
-		return invalid("netns %s is not node %s's namespace %s", t.netnsName(), t, own)
+	if !host.OwnsNetNS(t.Sandbox, t.Node, t.netnsName()) {
+		return invalid("netns %s is not node %s's namespace %s", t.netnsName(), t, host.NetNSName(t.Sandbox, t.Node))
 	}
 	if t.Cgroup != "" {
 		if err := validCgroup(t.Cgroup); err != nil {

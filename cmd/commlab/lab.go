@@ -372,10 +372,10 @@ func sweepSlurmJob(cmd *cobra.Command, job string) error {
 		return nil
 	}
 	errs := []error{revertFaultsOf(cmd.Context(), dir, id)}
-	removed, err := netns.SweepWith(cmd.Context(), dir, netns.SweepOptions{UnrecordedGrace: -1, Match: func(s string) bool { return s == id }})
+	removed, err := slurm.RemoveJobNetNS(cmd.Context(), job)
 	errs = append(errs, err)
 	for _, r := range removed {
-		fmt.Fprintf(cmd.OutOrStdout(), "removed sandbox %s\n", r)
+		fmt.Fprintf(cmd.OutOrStdout(), "removed netns %s\n", r)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err // keep the journal for the next sweep

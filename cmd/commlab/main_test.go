@@ -108,3 +108,25 @@ func TestUserRole(t *testing.T) {
 func runCmd(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
 }
+
+// A bad cluster section stops serve before anything starts, naming the file and
+// what is wrong.
+func TestServeConfigErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unknown key", "cluster:\n  partiton: gpu\n", "partiton"},
+		{"no agent url", "cluster:\n  partition: gpu\n", "agent_url is required"},
+		{"option smuggled into sbatch", "cluster:\n  account: \"ml --uid=0\"\n  agent_url: ws://login1:8081/agent\n", `account "ml --uid=0"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "commlab.yaml")
+			if err := os.WriteFile(p, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := run(t, "serve", "--config", p, "--addr", "127.0.0.1:0", "--data", t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("serve: err %v, want one naming %s and %q", err, p, tt.want)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/slurm"
 	"github.com/commlab/commlab/server"
 	"github.com/commlab/commlab/server/auth"
 )
@@ -27,6 +28,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		content string
 		cfg     server.Config
 		allowHW bool
+		config  string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -44,12 +46,23 @@ Limits: 1 running lab and 8 terminals per learner; 128 sandbox slots per host
 tasks, 2 GiB, 3/4 of the CPUs and a 64 MiB /home; terminal input 256 KiB a frame
 and 64 KiB/s; logins 1 per 2 s per address (burst 10); 2 password hashes at once.
 
+With --config FILE (YAML) whose cluster section is set, labs run as Slurm jobs
+on the cluster's compute nodes, one 'commlab agent' per node (docs/slurm.md);
+without it every lab runs on this host.
+
 /metrics is served to an admin's session, or with "Authorization: Bearer TOKEN"
 when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.Default()
+			var cluster *slurm.Config
+			if config != "" {
+				var err error
+				if cluster, err = slurm.LoadConfig(config); err != nil {
+					return err
+				}
+			}
 			cfg.MetricsToken = os.Getenv("COMMLAB_METRICS_TOKEN")
 			ct, probs := loadContent(content)
 			if len(probs) > 0 {
@@ -79,7 +92,15 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 			if deps.CertKey, err = loadCertKey(g); err != nil {
 				return err
 			}
-			labs, off := startLabs(ctx, g.dataDir, allowHW, log)
+			var labs *session.Manager
+			var off string
+			if cluster != nil {
+				if labs, err = slurm.Labs(ctx, cluster, g.dataDir, log); err != nil {
+					return err
+				}
+			} else {
+				labs, off = startLabs(ctx, g.dataDir, allowHW, log)
+			}
 			if labs != nil { // a nil *Manager must not become a non-nil interface
 				deps.Labs = labs
 				defer labs.Shutdown()
@@ -100,6 +121,7 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 	cmd.Flags().StringVar(&addr, "addr", ":8080", "address to listen on")
 	cmd.Flags().StringVar(&content, "content", "", "serve the course from this directory and reload on change (for authors)")
 	cmd.Flags().BoolVar(&cfg.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when serving behind HTTPS)")
+	cmd.Flags().StringVar(&config, "config", "", "server configuration file (YAML); a cluster section runs labs as Slurm jobs (docs/slurm.md)")
 	cmd.Flags().BoolVar(&allowHW, "allow-hardware-faults", false, "let labs apply hardware fault kinds (pcie-speed); unsafe on a machine others use")
 	return cmd
 }

@@ -63,6 +63,7 @@ func TestNames(t *testing.T) {
 		{NodeEtcDir("k3f9", "node1"), "/run/commlab/nodes/k3f9/node1/etc"},
 		{FabricTable("k3f9"), "cl-k3f9"},
 		{FaultTable("k3f9"), "commlab-k3f9"},
+		{SlurmNetNSName("4711", "node1"), "cls-4711-node1"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -85,6 +86,7 @@ func TestParseNetNS(t *testing.T) {
 		{"cl-k3f9-1node", "", "", false},
 		{"cl-k3f9-../x", "", "", false},
 		{"docker0", "", "", false},
+		{"cls-4711-node1", "", "", false},
 	}
 	for _, tt := range tests {
 		id, node, ok := ParseNetNS(tt.name)
@@ -105,6 +107,8 @@ func TestSandboxOf(t *testing.T) {
 		{"cl-k3f9", "k3f9", true}, {"cl-k3f9-node1", "k3f9", true}, {"cl-k3f9-fab", "k3f9", true},
 		{"cl-", "", false}, {"commlab-k3f9", "", false}, {"cl-probe-1234-ab", "probe", true},
 		{"cl-TOOLONGIDENTIFIER-x", "", false},
+		// A Slurm lab's namespace is no local sandbox: a local sweep leaves it.
+		{SlurmNetNSName("4711", "node1"), "", false},
 	}
 	for _, tt := range tests {
 		if id, ok := SandboxOf(tt.name); id != tt.id || ok != tt.ok {
@@ -140,10 +144,33 @@ func TestValidOwnedNetNS(t *testing.T) {
 		{"cl-k3f9-node1", true}, {"cl-k3f9-fab", true}, {"cl-probe-1234-5678", true},
 		{"default", false}, {"cl-", false}, {"cl-../etc", false}, {"cl-a/b", false},
 		{"cl-a b", false}, {"CL-a", false},
+		{"cls-4711-node1", true}, {"cls-", false}, {"cls-../x", false}, {"clx-4711-node1", false},
 	}
 	for _, tt := range tests {
 		if err := ValidOwnedNetNS(tt.name); (err == nil) != tt.ok {
 			t.Errorf("ValidOwnedNetNS(%q) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestOwnsNetNS(t *testing.T) {
+	tests := []struct {
+		id, node, name string
+		ok             bool
+	}{
+		{"k3f9", "node1", "cl-k3f9-node1", true},
+		{"k3f9", "node1", "cl-k3f9-node2", false},
+		{"k3f9", "node1", "cl-other-node1", false},
+		{SlurmSandboxID("4711"), "node2", SlurmNetNSName("4711", "node2"), true},
+		{SlurmSandboxID("4711"), "node2", "cl-j4711-node2", true},
+		{SlurmSandboxID("4711"), "node2", SlurmNetNSName("4712", "node2"), false},
+		{SlurmSandboxID("4711"), "node2", SlurmNetNSName("4711", "node1"), false},
+		{"jx1", "node1", "cls-x1-node1", false},
+		{"j", "node1", "cls--node1", false},
+	}
+	for _, tt := range tests {
+		if got := OwnsNetNS(tt.id, tt.node, tt.name); got != tt.ok {
+			t.Errorf("OwnsNetNS(%q, %q, %q) = %v, want %v", tt.id, tt.node, tt.name, got, tt.ok)
 		}
 	}
 }

@@ -13,6 +13,10 @@ import (
 const (
 	// Prefix starts every namespace and run-time directory a sandbox owns.
 	Prefix = "cl-"
+	// SlurmPrefix starts the namespaces of Slurm labs' nodes (cls-<job>-<node>).
+	// It is not Prefix, so a local sweep (lab sweep, serve's start) never takes
+	// them for a dead local sandbox: only their job's epilog removes them.
+	SlurmPrefix = "cls-"
 	// NetNSDir holds the named network namespaces (iproute2's convention).
 	NetNSDir = "/run/netns"
 	// RunDir holds commlab's run-time files (journal locks, node etc dirs, mount
@@ -73,16 +77,34 @@ func NetNSPath(id, node string) string { return path.Join(NetNSDir, NetNSName(id
 // FabricNetNSName is the namespace that holds a sandbox's switches.
 func FabricNetNSName(id string) string { return NetNSName(id, FabricNode) }
 
-// reOwnedNetNS: every namespace commlab creates, sandbox nodes and scratch
-// namespaces (cl-probe-...) alike, starts with Prefix and holds no path or shell
-// metacharacters.
-var reOwnedNetNS = regexp.MustCompile(`^` + Prefix + `[a-z0-9][a-z0-9._-]{0,60}$`)
+// SlurmNetNSName is the namespace of a Slurm lab's node on its compute node:
+// cls-<job>-<node>.
+func SlurmNetNSName(job, node string) string { return SlurmPrefix + job + "-" + node }
+
+// SlurmSandboxID is the sandbox id that names a Slurm job's nodes in the
+// injector's journal: j<job>.
+func SlurmSandboxID(job string) string { return "j" + job }
+
+// OwnsNetNS says whether name is the namespace of node of sandbox id:
+// cl-<id>-<node>, or, for a Slurm job's sandbox j<job>, cls-<job>-<node>.
+func OwnsNetNS(id, node, name string) bool {
+	if name == NetNSName(id, node) {
+		return true
+	}
+	job, ok := strings.CutPrefix(id, "j")
+	return ok && job != "" && strings.Trim(job, "0123456789") == "" && name == SlurmNetNSName(job, node)
+}
+
+// reOwnedNetNS: every namespace commlab creates, sandbox nodes, scratch
+// namespaces (cl-probe-...) and Slurm labs' nodes alike, starts with Prefix or
+// SlurmPrefix and holds no path or shell metacharacters.
+var reOwnedNetNS = regexp.MustCompile(`^(` + Prefix + `|` + SlurmPrefix + `)[a-z0-9][a-z0-9._-]{0,60}$`)
 
 // ValidOwnedNetNS checks that name is a namespace commlab may create, change or
-// delete: cl-... with letters, digits, '.', '_' and '-' only.
+// delete: cl-... or cls-... with letters, digits, '.', '_' and '-' only.
 func ValidOwnedNetNS(name string) error {
 	if !reOwnedNetNS.MatchString(name) {
-		return fmt.Errorf("netns %q: want a namespace named %s... (commlab only touches its own namespaces)", name, Prefix)
+		return fmt.Errorf("netns %q: want a namespace named %s... or %s... (commlab only touches its own namespaces)", name, Prefix, SlurmPrefix)
 	}
 	return nil
 }

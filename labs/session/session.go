@@ -49,6 +49,24 @@ type Env interface {
 	Down(ctx context.Context) error
 }
 
+// NodeFaults is an Env whose faults are applied on its nodes rather than by
+// this host's injector (a Slurm job's node agents, each with its own journal).
+// The lab applies and reverts its faults through it; Config.Faults still says
+// which kinds this host supports and which change a login shell.
+type NodeFaults interface {
+	// Apply applies a fault on node and returns its id and the equivalent shell command.
+	Apply(ctx context.Context, node, kind string, params map[string]string, ttl time.Duration) (id, command string, err error)
+	// Revert reverts fault id on node.
+	Revert(ctx context.Context, node, id string) error
+}
+
+// Losable is an Env that can be lost from under a running lab (its Slurm job
+// ended, a node's agent stayed away). Lost yields why, once; the lab then
+// ends as Failed with Status.Lost set.
+type Losable interface {
+	Lost() <-chan error
+}
+
 // PTY is a learner's terminal.
 type PTY interface {
 	io.ReadWriter
@@ -130,7 +148,8 @@ type Lab struct {
 	progress  [2]int
 	failure   string
 	env       Env
-	faultIDs  []string
+	lost      bool
+	faults    []appliedFault
 	injected  []string
 	terminals map[string]*Terminal
 	samples   *Samples
@@ -239,6 +258,9 @@ func (l *Lab) run() {
 	l.mu.Lock()
 	l.env = env
 	l.mu.Unlock()
+	if lo, ok := env.(Losable); ok {
+		go l.watchLost(lo.Lost())
+	}
 
 	faults, err := l.Variant.Faults()
 	if err != nil {
@@ -294,13 +316,13 @@ func (l *Lab) run() {
 		if ttl == 0 || ttl > time.Until(l.Expires) {
 			ttl = time.Until(l.Expires)
 		}
-		id, cmd, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
+		id, cmd, err := l.applyFault(ctx, env, f, ttl)
 		if err != nil {
 			l.fail(fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err))
 			return
 		}
 		l.mu.Lock()
-		l.faultIDs = append(l.faultIDs, id)
+		l.faults = append(l.faults, id)
 		l.injected = append(l.injected, f.Node+": "+cmd)
 		l.mu.Unlock()
 	}
@@ -342,6 +364,47 @@ func (l *Lab) run() {
 	l.mu.Unlock()
 }
 
+// appliedFault is a fault in place: its node and the injector's id.
+type appliedFault struct{ node, id string }
+
+// applyFault applies f on env, through its nodes when they carry their own
+// injector (NodeFaults), else through this host's.
+func (l *Lab) applyFault(ctx context.Context, env Env, f scenarios.Fault, ttl time.Duration) (appliedFault, string, error) {
+	var id, cmd string
+	var err error
+	if nf, ok := env.(NodeFaults); ok {
+		id, cmd, err = nf.Apply(ctx, f.Node, f.Kind, f.Params, ttl)
+	} else {
+		id, cmd, err = l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
+	}
+	return appliedFault{node: f.Node, id: id}, cmd, err
+}
+
+func (l *Lab) revertFault(ctx context.Context, env Env, f appliedFault) error {
+	if nf, ok := env.(NodeFaults); ok {
+		return nf.Revert(ctx, f.node, f.id)
+	}
+	return l.cfg.Faults.Revert(ctx, f.id)
+}
+
+// ErrLost is the failure of a lab whose environment went away under it.
+var ErrLost = errors.New("the lab's machines were lost")
+
+// watchLost fails the lab when its environment is lost.
+func (l *Lab) watchLost(lost <-chan error) {
+	select {
+	case err := <-lost:
+		l.mu.Lock()
+		running := l.state == Starting || l.state == Ready || l.state == Grading
+		l.lost = running
+		l.mu.Unlock()
+		if running {
+			l.fail(fmt.Errorf("%w: %v. Its faults were reverted on the nodes; start the lab again", ErrLost, err))
+		}
+	case <-l.ctx.Done():
+	}
+}
+
 // fail ends a lab that could not go on. A step that failed because the lab was
 // stopped or timed out is not a failure: the lab keeps saying Stopped or Expired.
 func (l *Lab) fail(err error) {
@@ -363,15 +426,15 @@ func (l *Lab) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l.mu.Lock()
-	terms, ids, env := l.terminals, l.faultIDs, l.env
-	l.faultIDs, l.env = nil, nil
+	terms, faults, env, lost := l.terminals, l.faults, l.env, l.lost
+	l.faults, l.env = nil, nil
 	l.mu.Unlock()
 	for _, t := range terms {
 		t.Close() // frees its scrollback too: an ended lab keeps only its recordings
 	}
-	for i := len(ids) - 1; i >= 0; i-- {
-		if err := l.cfg.Faults.Revert(ctx, ids[i]); err != nil {
-			l.log.Error("revert fault", "fault", ids[i], "err", err)
+	for i := len(faults) - 1; i >= 0 && !lost; i-- { // a lost lab's nodes revert their own
+		if err := l.revertFault(ctx, env, faults[i]); err != nil {
+			l.log.Error("revert fault", "fault", faults[i].id, "err", err)
 		}
 	}
 	if env != nil {
@@ -425,13 +488,15 @@ type Status struct {
 	Confirmed bool `json:"confirmed"`
 	// ChecksLeft is how many answer checks remain before the final submission.
 	ChecksLeft int `json:"checks_left"`
+	// Lost: the lab failed because its environment went away (ErrLost).
+	Lost bool `json:"lost,omitempty"`
 }
 
 // Status returns where the lab is.
 func (l *Lab) Status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.Expires,
+	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.Expires, Lost: l.lost,
 		Progress: map[string]int{"done": l.progress[0], "total": l.progress[1]}}
 	for n := range l.terminals {
 		st.Nodes = append(st.Nodes, n)
@@ -542,7 +607,7 @@ func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
 	if f.TTL > 0 && f.TTL < ttl {
 		ttl = f.TTL
 	}
-	id, cmd, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
+	id, cmd, err := l.applyFault(ctx, env, f, ttl)
 	if err != nil {
 		return "", fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err)
 	}
@@ -552,13 +617,13 @@ func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
 		// The lab ended while the fault went in: its teardown has passed, revert here.
 		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = l.cfg.Faults.Revert(rctx, id)
+		_ = l.revertFault(rctx, env, id)
 		return "", ErrNotRunning
 	}
-	l.faultIDs = append(l.faultIDs, id)
+	l.faults = append(l.faults, id)
 	l.injected = append(l.injected, f.Node+": "+cmd)
 	l.samples.event(FaultEvent)
-	l.log.Info("extra fault", "fault", id)
+	l.log.Info("extra fault", "fault", id.id)
 	return f.Node + ": " + cmd, nil
 }
 

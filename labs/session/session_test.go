@@ -502,3 +502,78 @@ func TestMeasureAfterEnd(t *testing.T) {
 		t.Errorf("measure after the lab ended ran the workload (%d runs, want %d)", h.runs, runs)
 	}
 }
+
+// nodeEnv is an environment whose nodes carry their own injector and which can
+// be lost (a Slurm job's agents).
+type nodeEnv struct {
+	fakeEnv
+	lost chan error
+}
+
+func (e nodeEnv) Apply(ctx context.Context, node, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
+	e.h.mu.Lock()
+	e.h.applied++
+	id := fmt.Sprintf("n%d", e.h.applied)
+	e.h.mu.Unlock()
+	e.h.note("node apply " + node + " " + id)
+	return id, "tc qdisc add dev rdma0 root tbf", nil
+}
+
+func (e nodeEnv) Revert(ctx context.Context, node, id string) error {
+	e.h.note("node revert " + node + " " + id)
+	return nil
+}
+
+func (e nodeEnv) Lost() <-chan error { return e.lost }
+
+type nodeHost struct {
+	*fakeHost
+	lost chan error
+}
+
+func (h nodeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (Env, error) {
+	h.note("up")
+	return nodeEnv{fakeEnv{h.fakeHost}, h.lost}, nil
+}
+
+// TestNodeFaultsAndLost: an environment with its own injector gets the lab's
+// faults (the host's injector none), reverted in reverse order on their nodes;
+// a lost one fails the lab, says so, and is not asked to revert through nodes
+// that are gone.
+func TestNodeFaultsAndLost(t *testing.T) {
+	tests := []struct {
+		name   string
+		lose   bool
+		want   State
+		events []string
+	}{
+		{name: "TTL", want: Expired, events: []string{"up", "node apply node2 n1", "node apply node1 n2",
+			"node revert node1 n2", "node revert node2 n1", "down"}},
+		{name: "lost", lose: true, want: Failed, events: []string{"up", "node apply node2 n1", "node apply node1 n2", "down"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := nodeHost{&fakeHost{workload: healthyThenFaulted}, make(chan error, 1)}
+			ttl := 300 * time.Millisecond
+			if tt.lose {
+				ttl = time.Minute
+			}
+			l := Start(context.Background(), Config{Provider: h, Faults: h.fakeHost, DataDir: t.TempDir(), TTL: ttl, NoStream: true, Log: quiet}, 1, testVariant(t))
+			if tt.lose {
+				waitFor(t, l, func(s Status) bool { return s.Confirmed })
+				h.lost <- errors.New("Slurm job 7 ended (NODE_FAIL)")
+			}
+			ended(t, l)
+			st := l.Status()
+			if st.State != tt.want || st.Lost != tt.lose {
+				t.Errorf("state %s lost %v, want %s %v", st.State, st.Lost, tt.want, tt.lose)
+			}
+			if tt.lose && (!strings.Contains(st.Failure, ErrLost.Error()) || !strings.Contains(st.Failure, "NODE_FAIL")) {
+				t.Errorf("failure %q does not say the lab was lost and why", st.Failure)
+			}
+			if got := h.events(); !slices.Equal(got, tt.events) {
+				t.Errorf("events %q, want %q", got, tt.events)
+			}
+		})
+	}
+}

@@ -2,23 +2,28 @@ package slurm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/labs/topology"
 )
 
 // DataRoot holds each job's agent state on a node (the injector journal), one
@@ -28,8 +33,40 @@ const DataRoot = "/run/commlab-slurm"
 // JobDataDir is the data directory of job's agents and of its epilog sweep.
 func JobDataDir(job string) string { return filepath.Join(DataRoot, "job-"+job) }
 
-// SandboxID is the sandbox id of job's nodes: the namespaces are cl-j<job>-<node>.
-func SandboxID(job string) string { return "j" + job }
+// SandboxID is the sandbox id of job's nodes in the injector's journal. Their
+// namespaces are cls-<job>-<node> (host.SlurmNetNSName), out of a local sweep's
+// reach.
+func SandboxID(job string) string { return host.SlurmSandboxID(job) }
+
+// NodeTarget is where the injector applies a fault on node of job.
+func NodeTarget(job, node string) injector.Target {
+	return injector.Target{Sandbox: SandboxID(job), Node: node, NetNS: host.SlurmNetNSName(job, node)}
+}
+
+// RemoveJobNetNS deletes every namespace of job on this node (cls-<job>-*) and
+// returns their names.
+func RemoveJobNetNS(ctx context.Context, job string) ([]string, error) {
+	ents, err := os.ReadDir(host.NetNSDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), host.SlurmNetNSName(job, "")) {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", e.Name()).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", e.Name(), err, bytes.TrimSpace(out)))
+			continue
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, errors.Join(errs...)
+}
 
 // Agent is `commlab agent`: the node side of a lab, inside a Slurm job step.
 type Agent struct {
@@ -37,15 +74,19 @@ type Agent struct {
 	Node            string // the scenario's node name
 	Job             string // SLURM_JOB_ID
 	Index           int    // this node's place in the lab (SLURM_NODEID)
+	Topology        string // the scenario's topology; empty: one NIC, eth0
 	Injector        *injector.Injector
 	Log             *slog.Logger
 	// Retry is the pause between reconnection attempts (default 1 s).
 	Retry time.Duration
+
+	mu    sync.Mutex
+	procs map[*proc]bool // the streams' processes, killed when the agent ends
 }
 
 // AgentFromEnv reads the agent's lab from the job step's environment.
 func AgentFromEnv(getenv func(string) string) (*Agent, error) {
-	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID")}
+	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID"), Topology: getenv(EnvTopology)}
 	var miss []string
 	for _, k := range []string{EnvURL, EnvToken, EnvLab, EnvNodes, "SLURM_JOB_ID", "SLURM_NODEID"} {
 		if getenv(k) == "" {
@@ -70,11 +111,9 @@ func AgentFromEnv(getenv func(string) string) (*Agent, error) {
 	return a, nil
 }
 
-func (a *Agent) sandbox() string { return SandboxID(a.Job) }
-func (a *Agent) netns() string   { return host.NetNSName(a.sandbox(), a.Node) }
-func (a *Agent) target() injector.Target {
-	return injector.Target{Sandbox: a.sandbox(), Node: a.Node}
-}
+func (a *Agent) sandbox() string         { return SandboxID(a.Job) }
+func (a *Agent) netns() string           { return host.SlurmNetNSName(a.Job, a.Node) }
+func (a *Agent) target() injector.Target { return NodeTarget(a.Job, a.Node) }
 
 // Run builds the node's sandbox, serves the server until ctx ends (the job step
 // is signalled), reconnecting after every drop, and then reverts this node's
@@ -102,18 +141,50 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// up makes the node's sandbox: a network namespace with loopback and one NIC,
-// eth0 (one end of a veth pair whose other end stays inside, until the site's
-// lab-owned NICs are moved in; the dummy driver is not on every kernel).
+// nics are the node's NICs as the topology plans them (slot 0's addresses:
+// each job's nodes have namespaces of their own).
+func (a *Agent) nics() ([]topology.NICPlan, error) {
+	if a.Topology == "" {
+		return []topology.NICPlan{{NIC: topology.NIC{Name: "eth0", MTU: 1500},
+			Addr: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, 0, byte(a.Index + 1)}), 24)}}, nil
+	}
+	t, err := topology.Load(a.Topology)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := t.Plan(0)
+	if err != nil {
+		return nil, err
+	}
+	np, ok := plan.Node(a.Node)
+	if !ok {
+		return nil, fmt.Errorf("topology %s has no node %s", a.Topology, a.Node)
+	}
+	return np.NICs, nil
+}
+
+// up makes the node's sandbox: a network namespace with loopback and the
+// node's NICs, each one end of a veth pair whose other end (peer<i>) stays
+// inside, until the site's lab-owned NICs are moved in (the dummy driver is
+// not on every kernel).
 func (a *Agent) up(ctx context.Context) error {
+	nics, err := a.nics()
+	if err != nil {
+		return fmt.Errorf("the node's NICs: %w", err)
+	}
 	ns := a.netns()
 	steps := [][]string{
 		{"ip", "netns", "add", ns},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
-		{"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0"},
-		{"ip", "-n", ns, "link", "set", "peer0", "up"},
-		{"ip", "-n", ns, "addr", "add", fmt.Sprintf("10.77.0.%d/24", a.Index+1), "dev", "eth0"},
-		{"ip", "-n", ns, "link", "set", "eth0", "up"},
+	}
+	for i, n := range nics {
+		peer := fmt.Sprintf("peer%d", i)
+		mtu := strconv.Itoa(cmp.Or(n.MTU, 1500))
+		steps = append(steps,
+			[]string{"ip", "-n", ns, "link", "add", n.Name, "mtu", mtu, "type", "veth", "peer", "name", peer, "mtu", mtu},
+			[]string{"ip", "-n", ns, "link", "set", peer, "up"},
+			[]string{"ip", "-n", ns, "addr", "add", n.Addr.String(), "dev", n.Name},
+			[]string{"ip", "-n", ns, "link", "set", n.Name, "up"})
 	}
 	for _, s := range steps {
 		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
@@ -123,10 +194,16 @@ func (a *Agent) up(ctx context.Context) error {
 	return nil
 }
 
-// down reverts this node's faults and removes its namespace.
+// down kills the learner's processes, reverts this node's faults and removes
+// its namespace.
 func (a *Agent) down() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	a.mu.Lock()
+	for p := range a.procs {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	a.mu.Unlock()
 	if a.Injector != nil {
 		if list, err := a.Injector.List(); err == nil {
 			for _, e := range list {
@@ -143,29 +220,43 @@ func (a *Agent) down() {
 			a.Log.Error("agent: remove namespace", "netns", a.netns(), "err", err, "out", string(out))
 		}
 	}
+	_ = os.RemoveAll(a.home())
 }
 
-// serve holds one connection until it drops or ctx ends.
-func (a *Agent) serve(ctx context.Context) error {
+// dial opens the lab's connection to the server, or with stream set, that
+// stream's.
+func (a *Agent) dial(ctx context.Context, stream string) (*websocket.Conn, error) {
 	u, err := url.Parse(a.URL)
 	if err != nil {
-		return fmt.Errorf("%s %q: %w", EnvURL, a.URL, err)
+		return nil, fmt.Errorf("%s %q: %w", EnvURL, a.URL, err)
 	}
 	q := u.Query()
 	q.Set("lab", a.Lab)
+	if stream != "" {
+		q.Set("stream", stream)
+	}
 	u.RawQuery = q.Encode()
 	hdr := http.Header{tokenHeader: {"Bearer " + a.Token}}
 	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, u.String(), hdr)
 	if err != nil {
 		if resp != nil {
-			return fmt.Errorf("dial %s: %w (HTTP %s)", a.URL, err, resp.Status)
+			return nil, fmt.Errorf("dial %s: %w (HTTP %s)", a.URL, err, resp.Status)
 		}
-		return fmt.Errorf("dial %s: %w", a.URL, err)
+		return nil, fmt.Errorf("dial %s: %w", a.URL, err)
+	}
+	ws.SetReadLimit(maxFrame)
+	return ws, nil
+}
+
+// serve holds one connection until it drops or ctx ends.
+func (a *Agent) serve(ctx context.Context) error {
+	ws, err := a.dial(ctx, "")
+	if err != nil {
+		return err
 	}
 	defer ws.Close()
 	stop := context.AfterFunc(ctx, func() { ws.Close() })
 	defer stop()
-	ws.SetReadLimit(maxFrame)
 	hostname, _ := os.Hostname()
 	if h := os.Getenv("SLURMD_NODENAME"); h != "" {
 		hostname = h
@@ -221,6 +312,11 @@ func (a *Agent) handle(ctx context.Context, req Frame) Frame {
 			return fail(err)
 		}
 		return Frame{Fault: e.ID, Output: strings.Join(e.Command, "\n")}
+	case opShell, opBench:
+		if err := a.startStream(ctx, req); err != nil {
+			return fail(err)
+		}
+		return Frame{}
 	case opRevert:
 		if err := a.owns(req.Fault); err != nil {
 			return fail(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"time"
@@ -27,6 +28,9 @@ type Config struct {
 	// AgentURL is where agents on the compute nodes reach the server's /agent
 	// websocket, e.g. wss://login1:8443/agent.
 	AgentURL string `yaml:"agent_url"`
+	// AgentListen is the address the server listens on for agents (default:
+	// agent_url's port on every address).
+	AgentListen string `yaml:"agent_listen"`
 	// Agent is the commlab binary's path on the compute nodes (default: the
 	// server's own path, for a shared file system).
 	Agent string `yaml:"agent"`
@@ -64,6 +68,16 @@ func LoadConfig(file string) (*Config, error) {
 	return &c, nil
 }
 
+// Listen is where the server listens for agents: agent_listen, or agent_url's
+// port on every address.
+func (c *Config) Listen() string {
+	if c.AgentListen != "" {
+		return c.AgentListen
+	}
+	u, _ := url.Parse(c.AgentURL) // Validate has parsed it
+	return ":" + u.Port()
+}
+
 // slurmName is what sbatch accepts for partition, account, QoS and reservation
 // names here; anything else would be parsed as more options.
 var slurmName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -79,6 +93,13 @@ func (c *Config) Validate() error {
 	}
 	if c.AgentURL == "" {
 		return fmt.Errorf("agent_url is required (where compute nodes reach this server's /agent, e.g. ws://login1:8080/agent)")
+	}
+	u, err := url.Parse(c.AgentURL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return fmt.Errorf("agent_url %q: want ws://HOST:PORT/PATH or wss://...", c.AgentURL)
+	}
+	if c.AgentListen == "" && u.Port() == "" {
+		return fmt.Errorf("agent_url %q has no port: give one, or agent_listen", c.AgentURL)
 	}
 	if c.Grace < 0 {
 		return fmt.Errorf("grace %s: want 0 or more", c.Grace)

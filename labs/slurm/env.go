@@ -1,6 +1,8 @@
 package slurm
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,13 +11,17 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/commlab/commlab/bench"
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
+	"github.com/commlab/commlab/nccl"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -26,6 +32,10 @@ type Provider struct {
 	// Agent is the commlab binary on the nodes; empty means Config.Agent, then
 	// this executable.
 	Agent string
+	// Poll is how often a running lab's job is looked up in squeue (default
+	// 5 s); AgentGrace how long a node's agent may stay away before the lab is
+	// lost (default 30 s: it redials every second).
+	Poll, AgentGrace time.Duration
 }
 
 var _ session.Provider = (*Provider)(nil)
@@ -68,10 +78,11 @@ func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{hub: p.Hub, lab: lab, nodes: nodes}
+	e := &Env{hub: p.Hub, lab: lab, nodes: nodes, lost: make(chan error, 1), done: make(chan struct{})}
 	script := p.Config.Script(JobSpec{Lab: lab, Nodes: nodes, GPUs: env.GPUs, TTL: ttl, Agent: agent})
 	e.job, err = submit(ctx, script, map[string]string{
 		EnvURL: p.Config.AgentURL, EnvToken: token, EnvLab: lab, EnvNodes: strings.Join(nodes, ","),
+		EnvTopology: env.Topology,
 	})
 	if err != nil {
 		p.Hub.Forget(lab)
@@ -82,7 +93,46 @@ func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 		defer stop()
 		return nil, errors.Join(err, e.Down(dctx))
 	}
+	go e.watch(cmp.Or(p.Poll, 5*time.Second), cmp.Or(p.AgentGrace, 30*time.Second))
 	return e, nil
+}
+
+// watch tells Lost when the job has left the queue or a node's agent has been
+// away longer than grace. An unreachable slurmctld loses nothing: the job and
+// its agents outlive a controller restart.
+func (e *Env) watch(poll, grace time.Duration) {
+	away := map[string]time.Time{}
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-time.After(poll):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), poll+10*time.Second)
+		q, err := Queue(ctx, e.job)
+		cancel()
+		if err == nil && q.Gone() {
+			why := "no longer listed by squeue"
+			if q.State != "" {
+				why = q.State
+			}
+			e.lost <- fmt.Errorf("its Slurm job %s ended (%s)", e.job, why)
+			return
+		}
+		in := e.hub.Connected(e.lab)
+		for _, n := range e.nodes {
+			if _, ok := in[n]; ok {
+				delete(away, n)
+				continue
+			}
+			if away[n].IsZero() {
+				away[n] = time.Now()
+			} else if d := time.Since(away[n]); d > grace {
+				e.lost <- fmt.Errorf("the agent of node %s (Slurm job %s) has been away for %s", n, e.job, d.Round(time.Second))
+				return
+			}
+		}
+	}
 }
 
 // wait polls squeue until every agent has said hello, or the job has ended.
@@ -119,9 +169,20 @@ type Env struct {
 	lab   string
 	job   string
 	nodes []string
+	lost  chan error
+	done  chan struct{} // closed by Down: the watch ends
+	once  sync.Once
 }
 
-var _ session.Env = (*Env)(nil)
+var (
+	_ session.Env        = (*Env)(nil)
+	_ session.NodeFaults = (*Env)(nil)
+	_ session.Losable    = (*Env)(nil)
+)
+
+// Lost implements session.Losable: the job ended under the lab, or a node's
+// agent stayed away.
+func (e *Env) Lost() <-chan error { return e.lost }
 
 // Job is the lab's Slurm job id.
 func (e *Env) Job() string { return e.job }
@@ -134,9 +195,7 @@ func (e *Env) Nodes() []string { return e.nodes }
 
 // Target implements session.Env. The target is on the node, not on this host:
 // faults go through [Env.Apply], which the node's agent carries out.
-func (e *Env) Target(node string) injector.Target {
-	return injector.Target{Sandbox: e.ID(), Node: node}
-}
+func (e *Env) Target(node string) injector.Target { return NodeTarget(e.job, node) }
 
 // Run runs argv in node's sandbox and returns its output and exit status.
 func (e *Env) Run(ctx context.Context, node string, argv ...string) (string, int, error) {
@@ -157,19 +216,75 @@ func (e *Env) Revert(ctx context.Context, node, id string) error {
 	return err
 }
 
-// Shell implements session.Env; terminals through the agent are not built yet.
-func (e *Env) Shell(context.Context, string, string) (session.PTY, error) {
-	return nil, fmt.Errorf("%w: learner terminals on Slurm nodes", labs.ErrUnsupported)
+// Shell implements session.Env: a bash on node, run by its agent as the
+// learner (uid LearnerUID, CAP_NET_ADMIN only) in the node's namespace, its
+// terminal streamed through the hub.
+func (e *Env) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
+	c, err := e.hub.Stream(ctx, e.lab, node, Frame{Op: opShell, RC: rc, Rows: 32, Cols: 120})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-// Workload implements session.Env; workloads through the agent are not built yet.
-func (e *Env) Workload(context.Context, *scenarios.Workload, []string, io.Writer) (float64, error) {
-	return 0, fmt.Errorf("%w: workloads on Slurm nodes", labs.ErrUnsupported)
+// Workload implements session.Env: commlab bench, with every rank on one node
+// (its agent runs the bench there), and returns the average bus bandwidth.
+// Ranks on several nodes need a network between the nodes' namespaces, which
+// comes with the site's lab NICs (not built yet), so such a workload is
+// refused.
+func (e *Env) Workload(ctx context.Context, w *scenarios.Workload, env []string, out io.Writer) (float64, error) {
+	if len(w.Bench) == 0 {
+		return 0, fmt.Errorf("%w: GPU workloads on Slurm nodes", labs.ErrUnsupported)
+	}
+	hosts := strings.Join(w.Hosts, ",")
+	if hosts == "" {
+		hosts = e.nodes[0] + ":1"
+		if len(e.nodes) > 1 {
+			hosts = strings.Join(e.nodes, ",") // one rank each, as the netns backend does
+		}
+	}
+	hs, err := bench.ParseHosts(hosts)
+	if err != nil {
+		return 0, err
+	}
+	node := hs[0].Node
+	for _, h := range hs {
+		if h.Node != node {
+			return 0, fmt.Errorf("%w: a workload across nodes (--hosts %s) on Slurm: the nodes' sandboxes have no network "+
+				"between them until the site's lab NICs are moved in", labs.ErrUnsupported, hosts)
+		}
+	}
+	if !slices.Contains(e.nodes, node) {
+		return 0, fmt.Errorf("workload --hosts %s: no node %q in this lab", hosts, node)
+	}
+	c, err := e.hub.Stream(ctx, e.lab, node, Frame{Op: opBench, Argv: append(slices.Clone(w.Bench), "--hosts", hosts), Env: env})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	var buf bytes.Buffer
+	_, rerr := io.Copy(io.MultiWriter(out, &buf), c)
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	code, err := c.Exit()
+	switch {
+	case rerr != nil:
+		return 0, fmt.Errorf("%w: commlab bench on %s: %v", session.ErrWorkloadFailed, node, rerr)
+	case err != nil:
+		return 0, fmt.Errorf("%w: commlab bench on %s: %v", session.ErrWorkloadFailed, node, err)
+	case code != 0:
+		return 0, fmt.Errorf("%w: commlab bench on %s: exit status %d", session.ErrWorkloadFailed, node, code)
+	}
+	return nccl.AvgBusBW(buf.Bytes())
 }
 
 // Down implements session.Env: scancel, then wait until the job has left its
 // nodes (the agents have reverted their faults; the epilog has swept).
 func (e *Env) Down(ctx context.Context) error {
+	e.once.Do(func() { close(e.done) })
 	defer e.hub.Forget(e.lab)
 	if e.job == "" {
 		return nil

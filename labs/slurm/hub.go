@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -33,7 +34,8 @@ type hubLab struct {
 	token   string
 	nodes   []string
 	agents  map[string]*agentConn
-	changed chan struct{} // closed and replaced when an agent comes or goes
+	changed chan struct{}                   // closed and replaced when an agent comes or goes
+	streams map[string]chan *websocket.Conn // awaited stream dials, by id
 }
 
 // NewHub makes an empty hub.
@@ -56,7 +58,8 @@ func (h *Hub) Register(lab string, nodes []string) (string, error) {
 		return "", fmt.Errorf("lab %s is already registered", lab)
 	}
 	tok := hex.EncodeToString(b)
-	h.labs[lab] = &hubLab{token: tok, nodes: nodes, agents: map[string]*agentConn{}, changed: make(chan struct{})}
+	h.labs[lab] = &hubLab{token: tok, nodes: nodes, agents: map[string]*agentConn{}, changed: make(chan struct{}),
+		streams: map[string]chan *websocket.Conn{}}
 	return tok, nil
 }
 
@@ -97,6 +100,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown lab or wrong token", http.StatusUnauthorized)
 		return
 	}
+	if id := r.URL.Query().Get("stream"); id != "" {
+		h.serveStream(w, r, l, id)
+		return
+	}
 	ws, err := h.up.Upgrade(w, r, nil)
 	if err != nil {
 		return // Upgrade has answered
@@ -131,6 +138,71 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	h.Log.Info("slurm agent gone", "lab", lab, "node", hello.Node)
+}
+
+// serveStream hands a stream's websocket, dialled by the agent, to the Stream
+// call that awaits it.
+func (h *Hub) serveStream(w http.ResponseWriter, r *http.Request, l *hubLab, id string) {
+	h.mu.Lock()
+	ch := l.streams[id]
+	h.mu.Unlock()
+	if ch == nil {
+		http.Error(w, "no such stream", http.StatusNotFound)
+		return
+	}
+	ws, err := h.up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	ws.SetReadLimit(maxFrame)
+	select {
+	case ch <- ws:
+	default: // dialled twice
+		ws.Close()
+	}
+}
+
+// Stream asks node's agent to start req's process (a shell, a bench run) and
+// returns the websocket that carries its bytes (see [Conn]).
+func (h *Hub) Stream(ctx context.Context, lab, node string, req Frame) (*Conn, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	req.Stream = hex.EncodeToString(b)
+	ch := make(chan *websocket.Conn, 1)
+	h.mu.Lock()
+	l := h.labs[lab]
+	if l != nil {
+		l.streams[req.Stream] = ch
+	}
+	h.mu.Unlock()
+	if l == nil {
+		return nil, fmt.Errorf("lab %s: %w", lab, ErrNoAgent)
+	}
+	defer func() {
+		h.mu.Lock()
+		delete(l.streams, req.Stream)
+		h.mu.Unlock()
+	}()
+	if _, err := h.Call(ctx, lab, node, req); err != nil {
+		select {
+		case ws := <-ch:
+			ws.Close()
+		default:
+		}
+		return nil, err
+	}
+	// The agent replies once its dial is answered; the handler may still be
+	// on its way to the channel.
+	select {
+	case ws := <-ch:
+		return newConn(ws), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("lab %s node %s: the agent started %s but its stream never arrived", lab, node, req.Op)
+	}
 }
 
 func (l *hubLab) notify() {

@@ -9,6 +9,15 @@ const (
 	opApply  = "apply"  // apply a fault (Kind, Params, TTL) on the node
 	opRevert = "revert" // revert the fault Fault
 	opReply  = "reply"  // agent → server: the answer to request ID
+	opShell  = "shell"  // start a learner shell (RC, Rows, Cols) on Stream
+	opBench  = "bench"  // run commlab bench (Argv: its arguments, Env) on Stream
+)
+
+// Control messages on a stream's websocket (text frames; binary frames carry
+// the bytes of the terminal or the command's output).
+const (
+	ctlResize = "resize" // server → agent: Rows, Cols
+	ctlExit   = "exit"   // agent → server, last: Exit, or Err when it could not run
 )
 
 // Frame is one websocket message between the server and an agent. Requests go
@@ -31,6 +40,14 @@ type Frame struct {
 	// revert, and apply's reply
 	Fault string `json:"fault,omitempty"`
 
+	// shell and bench: the agent dials /agent?lab=...&stream=Stream and carries
+	// the process's bytes there before it replies.
+	Stream string   `json:"stream,omitempty"`
+	RC     string   `json:"rc,omitempty"` // the shell's bash rc file
+	Rows   uint16   `json:"rows,omitempty"`
+	Cols   uint16   `json:"cols,omitempty"`
+	Env    []string `json:"env,omitempty"` // added to bench's environment
+
 	// reply: Output is the command's output (exec) or the fault's equivalent
 	// command (apply); Err is set when the request failed.
 	Output string `json:"output,omitempty"`
@@ -45,6 +62,9 @@ const (
 	EnvToken = "COMMLAB_AGENT_TOKEN"
 	EnvLab   = "COMMLAB_LAB"
 	EnvNodes = "COMMLAB_NODES" // the scenario's node names, comma-separated, in Slurm node order
+	// EnvTopology is the scenario's topology (a built-in name, or a file the
+	// nodes can read): the node's NICs and their addresses.
+	EnvTopology = "COMMLAB_TOPOLOGY"
 )
 
 // tokenHeader carries the lab's token on the websocket upgrade request.

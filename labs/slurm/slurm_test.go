@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -48,6 +51,11 @@ func requireSlurm(t *testing.T) string {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "commlab-slurm-")
 		if err != nil {
+			buildErr = err
+			return
+		}
+		// The learner (nobody) runs this binary's bench on the nodes.
+		if err := os.Chmod(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
@@ -105,7 +113,8 @@ func provider(t *testing.T, bin string, grace time.Duration) *Provider {
 	hub := NewHub(nil)
 	srv := httptest.NewServer(hub)
 	t.Cleanup(srv.Close)
-	return &Provider{Hub: hub, Agent: bin, Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
+	return &Provider{Hub: hub, Agent: bin, Poll: time.Second, AgentGrace: 3 * time.Second,
+		Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
 }
 
 func run(t *testing.T, e *Env, node string, argv ...string) string {
@@ -123,8 +132,8 @@ func run(t *testing.T, e *Env, node string, argv ...string) string {
 func leftovers(job string) []string {
 	var left []string
 	for _, n := range []string{"node1", "node2"} {
-		if _, err := os.Stat(host.NetNSPath(SandboxID(job), n)); err == nil {
-			left = append(left, "netns "+host.NetNSName(SandboxID(job), n))
+		if _, err := os.Stat(filepath.Join(host.NetNSDir, host.SlurmNetNSName(job, n))); err == nil {
+			left = append(left, "netns "+host.SlurmNetNSName(job, n))
 		}
 	}
 	if _, err := os.Stat(JobDataDir(job)); err == nil {
@@ -255,6 +264,15 @@ func TestAgentKilled(t *testing.T) {
 	if left := leftovers(job); len(left) == 0 {
 		t.Fatal("a killed agent left nothing: the epilog is not tested")
 	}
+	// The job still runs (node1's agent); node2's stays away: the lab is lost.
+	select {
+	case err := <-e.Lost():
+		if !strings.Contains(err.Error(), "the agent of node node2") {
+			t.Errorf("lost: %v, want node2's agent named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the lab with node2's agent killed was never lost")
+	}
 	if err := e.Down(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -346,6 +364,134 @@ func TestTimeLimit(t *testing.T) {
 		t.Errorf("%d agents still connected after the job ended", n)
 	}
 	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
+
+// serveScenario is a two-node lab whose workload runs on node1 (the nodes'
+// sandboxes are not linked) and whose fault is on node2.
+const serveScenario = `id: t-slurm
+chapter: ch08
+title: t
+environment: {kind: netns, topology: 2x1}
+workload:
+  bench: [all_reduce, -b, 64K, -e, 64K, -n, "2", -w, "1"]
+  hosts: ["node1:2"]
+faults:
+  - {kind: mtu-mismatch, node: node2, params: {nic: rdma0, mtu: "1400"}}
+task: t
+diagnosis: {class: mtu-mismatch, location: {node: node2, nic: rdma0}}
+evidence:
+  - {id: mtu, node: node2, command: '^ip\b', output: 'mtu 1400'}
+debrief: d
+`
+
+// TestServePath: a lab through what 'commlab serve --config' runs (slurm.Labs:
+// the session manager, the agent listener, the Slurm provider): the fault goes
+// in through node2's agent, the learner's terminal on node2 is a shell there as
+// nobody that shows it, the workload runs and measures, and stopping leaves
+// nothing. A second lab whose job is cancelled under it is marked lost.
+func TestServePath(t *testing.T) {
+	exe := requireSlurm(t)
+	sc, probs := scenarios.Parse("t-slurm.yaml", []byte(serveScenario), scenarios.Options{
+		Topology: func(name string) ([]string, []string, bool) {
+			t, err := topology.Builtin(name)
+			if err != nil {
+				return nil, nil, false
+			}
+			return t.NodeNames(), t.NICNames(), true
+		},
+	})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &Config{Partition: "commlab", AgentURL: "ws://" + addr + "/agent", Agent: exe}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Labs(ctx, c, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown()
+
+	l, err := m.Start(1, sc.Draw(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Up():
+	case <-l.Ended():
+		t.Fatalf("lab ended: %+v", l.Status())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("lab not up: %+v", l.Status())
+	}
+	job := strings.TrimPrefix(l.Status().Sandbox, "j")
+	term, ok := l.Terminal("node2")
+	if !ok {
+		t.Fatal("no terminal on node2")
+	}
+	scroll, out, detach := term.Attach()
+	defer detach()
+	if _, err := term.Write([]byte("ip -br addr show rdma0; ip link show rdma0; id -u\n")); err != nil {
+		t.Fatal(err)
+	}
+	seen := string(scroll)
+	// The topology's NIC with its planned address, the fault, the learner's uid.
+	for wait := time.After(30 * time.Second); !(strings.Contains(seen, "198.18.0.66/26") && strings.Contains(seen, " mtu 1400 ") && strings.Contains(seen, "\n65534")); {
+		select {
+		case b, ok := <-out:
+			if !ok {
+				t.Fatalf("terminal closed; it showed:\n%s", seen)
+			}
+			seen += string(b)
+		case <-wait:
+			t.Fatalf("node2's terminal never showed the fault and the learner's uid:\n%s", seen)
+		}
+	}
+	if bw, err := l.Measure(ctx); err != nil || bw <= 0 {
+		t.Errorf("workload on the Slurm node: %v GB/s, %v", bw, err)
+	}
+	l.Stop()
+	l.Wait()
+	if q, err := Queue(ctx, job); err != nil || !q.Gone() {
+		t.Errorf("job %s after the lab: %+v %v", job, q, err)
+	}
+	if left := leftovers(job); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+
+	// Lost: the job is cancelled under a running lab.
+	l2, err := m.Start(1, sc.Draw(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l2.Up():
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("second lab not up: %+v", l2.Status())
+	}
+	job2 := strings.TrimPrefix(l2.Status().Sandbox, "j")
+	if out, err := exec.Command("scancel", job2).CombinedOutput(); err != nil {
+		t.Fatalf("scancel: %v %s", err, out)
+	}
+	select {
+	case <-l2.Ended():
+	case <-time.After(time.Minute):
+		t.Fatalf("lab with its job cancelled still %+v", l2.Status())
+	}
+	if st := l2.Status(); st.State != session.Failed || !st.Lost || !strings.Contains(st.Failure, "Slurm job "+job2+" ended") {
+		t.Errorf("lab after scancel: %+v", st)
+	}
+	if left := leftovers(job2); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
 	}
 }

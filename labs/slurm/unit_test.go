@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,8 @@ func TestLoadConfig(t *testing.T) {
 		{"option injection", "cluster:\n  partition: \"gpu --uid=0\"\n  agent_url: ws://x/agent\n", `partition "gpu --uid=0"`, false},
 		{"no agent url", "cluster:\n  partition: gpu\n", "agent_url is required", false},
 		{"unknown key", "cluster:\n  partiton: gpu\n", "partiton", false},
+		{"http agent url", "cluster:\n  agent_url: http://login1:8081/agent\n", "want ws://", false},
+		{"agent url without a port", "cluster:\n  agent_url: ws://login1/agent\n", "has no port", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +116,7 @@ func TestAgentFromEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Node != tt.node || a.netns() != "cl-j42-"+tt.node {
+			if a.Node != tt.node || a.netns() != "cls-42-"+tt.node || a.target().NetNS != a.netns() {
 				t.Fatalf("node %s netns %s", a.Node, a.netns())
 			}
 		})
@@ -153,6 +156,54 @@ func TestPosition(t *testing.T) {
 	for _, tt := range tests {
 		if got := position(tt.ids, tt.job); got != tt.want {
 			t.Errorf("position(%q, %s) = %d, want %d", tt.ids, tt.job, got, tt.want)
+		}
+	}
+}
+
+func TestListen(t *testing.T) {
+	tests := []struct{ url, listen, want string }{
+		{"ws://login1:8081/agent", "", ":8081"},
+		{"wss://login1.example.org:8443/agent", "127.0.0.1:9000", "127.0.0.1:9000"},
+	}
+	for _, tt := range tests {
+		c := &Config{AgentURL: tt.url, AgentListen: tt.listen}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Listen(); got != tt.want {
+			t.Errorf("Listen() for %s, %q = %q, want %q", tt.url, tt.listen, got, tt.want)
+		}
+	}
+}
+
+// TestNodeNICs: the agent gives its node the topology's NICs and addresses.
+func TestNodeNICs(t *testing.T) {
+	tests := []struct {
+		topo, node string
+		index      int
+		want       string
+		err        string
+	}{
+		{"2x1", "node2", 1, "eth0 198.18.0.2/26 1500, rdma0 198.18.0.66/26 1500", ""},
+		{"", "node2", 1, "eth0 10.77.0.2/24 1500", ""},
+		{"2x1", "node9", 0, "", "has no node node9"},
+		{"nosuch", "node1", 0, "", "nosuch"},
+	}
+	for _, tt := range tests {
+		a := &Agent{Topology: tt.topo, Node: tt.node, Index: tt.index}
+		nics, err := a.nics()
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s/%s: err %v, want %q", tt.topo, tt.node, err, tt.err)
+			}
+			continue
+		}
+		var got []string
+		for _, n := range nics {
+			got = append(got, fmt.Sprintf("%s %s %d", n.Name, n.Addr, n.MTU))
+		}
+		if strings.Join(got, ", ") != tt.want {
+			t.Errorf("%s/%s: %q, want %q", tt.topo, tt.node, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,281 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/gorilla/websocket"
+)
+
+// A stream carries one process's bytes between the server and a node: a
+// learner's terminal or a bench run. It has a websocket of its own, dialled by
+// the agent, so a busy terminal never holds up the node's requests.
+
+// Conn is the server's end of a stream. It is a learner's terminal
+// (session.PTY) or a bench run's output; Read ends with io.EOF when the
+// process has exited (see Exit).
+type Conn struct {
+	ws   *websocket.Conn
+	wmu  sync.Mutex
+	rbuf []byte
+	exit *Frame
+}
+
+func newConn(ws *websocket.Conn) *Conn { return &Conn{ws: ws} }
+
+// Read implements io.Reader.
+func (c *Conn) Read(p []byte) (int, error) {
+	for len(c.rbuf) == 0 {
+		if c.exit != nil {
+			return 0, io.EOF
+		}
+		typ, msg, err := c.ws.ReadMessage()
+		if err != nil {
+			return 0, err
+		}
+		if typ == websocket.BinaryMessage {
+			c.rbuf = msg
+			continue
+		}
+		var f Frame
+		if json.Unmarshal(msg, &f) == nil && f.Op == ctlExit {
+			c.exit = &f
+		}
+	}
+	n := copy(p, c.rbuf)
+	c.rbuf = c.rbuf[n:]
+	return n, nil
+}
+
+// Write sends input to the process (a terminal's keystrokes).
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Resize changes the terminal's size.
+func (c *Conn) Resize(rows, cols uint16) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteJSON(Frame{Op: ctlResize, Rows: rows, Cols: cols})
+}
+
+// Close ends the stream; the agent kills the process.
+func (c *Conn) Close() error { return c.ws.Close() }
+
+// Exit is the process's exit status once Read has returned io.EOF; an error
+// when it could not run or the stream broke before it ended.
+func (c *Conn) Exit() (int, error) {
+	switch {
+	case c.exit == nil:
+		return -1, errors.New("the node's stream ended before its process did")
+	case c.exit.Err != "":
+		return -1, errors.New(c.exit.Err)
+	}
+	return c.exit.Exit, nil
+}
+
+// LearnerUID is the uid (and gid) of the learner's shells and bench runs on a
+// node: nobody. A shell keeps CAP_NET_ADMIN, which acts only inside its lab's
+// namespace, as the local sandbox's learner does.
+const LearnerUID = 65534
+
+// proc is a stream's process on the node.
+type proc struct {
+	cmd *exec.Cmd
+	out io.Reader // the pty, or the read end of stdout+stderr
+	in  io.Writer // the pty; nil for bench
+	tty *os.File  // the pty, for resizes
+}
+
+// startStream dials the stream req names, starts its process and pumps its
+// bytes until either end goes.
+func (a *Agent) startStream(ctx context.Context, req Frame) error {
+	var p *proc
+	var err error
+	switch req.Op {
+	case opShell:
+		p, err = a.shell(req)
+	case opBench:
+		p, err = a.bench(req)
+	}
+	if err != nil {
+		return err
+	}
+	ws, err := a.dial(ctx, req.Stream)
+	if err != nil {
+		p.kill()
+		return err
+	}
+	a.mu.Lock()
+	if a.procs == nil {
+		a.procs = map[*proc]bool{}
+	}
+	a.procs[p] = true
+	a.mu.Unlock()
+	go func() {
+		p.pump(ws)
+		a.mu.Lock()
+		delete(a.procs, p)
+		a.mu.Unlock()
+	}()
+	return nil
+}
+
+// learner is argv run as the learner in the node's namespace; caps are the
+// ambient capabilities it keeps (setpriv's "+net_admin" form), if any.
+func (a *Agent) learner(caps string, argv ...string) *exec.Cmd {
+	uid := strconv.Itoa(LearnerUID)
+	args := []string{"netns", "exec", a.netns(), "setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"}
+	if caps != "" {
+		args = append(args, "--inh-caps="+caps, "--ambient-caps="+caps)
+	}
+	cmd := exec.Command("ip", append(args, argv...)...)
+	home := a.home()
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	if exe, err := os.Executable(); err == nil {
+		path += ":" + filepath.Dir(exe) // commlab bench in the learner's shell
+	}
+	cmd.Env = []string{"HOME=" + home, "USER=learner", "LOGNAME=learner", "PATH=" + path,
+		"LANG=C.UTF-8", "TERM=xterm-256color", "COMMLAB_NODE=" + a.Node}
+	cmd.Dir = home
+	return cmd
+}
+
+// home is the learner's home on this node, in the job's data directory (the
+// epilog removes it with the journal).
+func (a *Agent) home() string { return filepath.Join(JobDataDir(a.Job), "home", a.Node) }
+
+func (a *Agent) makeHome() error {
+	h := a.home()
+	if err := os.MkdirAll(h, 0o700); err != nil {
+		return err
+	}
+	// The learner must reach its home through directories root owns.
+	for _, d := range []string{DataRoot, JobDataDir(a.Job), filepath.Dir(h)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			return err
+		}
+	}
+	return os.Chown(h, LearnerUID, LearnerUID)
+}
+
+func (a *Agent) shell(req Frame) (*proc, error) {
+	if err := a.makeHome(); err != nil {
+		return nil, fmt.Errorf("learner home: %w", err)
+	}
+	rc := filepath.Join(a.home(), ".commlab-rc")
+	if err := os.WriteFile(rc, []byte(req.RC), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := a.learner("+net_admin", "bash", "--rcfile", rc, "-i")
+	rows, cols := req.Rows, req.Cols
+	if rows == 0 || cols == 0 {
+		rows, cols = 24, 80
+	}
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols}) // its own session
+	if err != nil {
+		return nil, fmt.Errorf("start the shell: %w", err)
+	}
+	return &proc{cmd: cmd, out: f, in: f, tty: f}, nil
+}
+
+func (a *Agent) bench(req Frame) (*proc, error) {
+	if err := a.makeHome(); err != nil {
+		return nil, fmt.Errorf("learner home: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	// Every rank on this node: node names in --hosts are labels here.
+	cmd := a.learner("", append(append([]string{exe, "bench"}, req.Argv...), "--launcher", "local")...)
+	cmd.Env = append(cmd.Env, req.Env...)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("start commlab bench: %w", err)
+	}
+	return &proc{cmd: cmd, out: r}, nil
+}
+
+// kill ends the process's group: SIGTERM (bench reaps its ranks), then
+// SIGKILL.
+func (p *proc) kill() {
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	go func() {
+		time.Sleep(5 * time.Second)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}()
+}
+
+// pump copies the process's output to ws and ws's input to the process; the
+// exit status is the stream's last message. A closed stream kills the process.
+func (p *proc) pump(ws *websocket.Conn) {
+	defer ws.Close()
+	go func() {
+		for {
+			typ, msg, err := ws.ReadMessage()
+			if err != nil {
+				p.kill()
+				return
+			}
+			var f Frame
+			switch {
+			case typ == websocket.BinaryMessage && p.in != nil:
+				_, _ = p.in.Write(msg)
+			case typ == websocket.TextMessage && p.tty != nil && json.Unmarshal(msg, &f) == nil && f.Op == ctlResize:
+				_ = pty.Setsize(p.tty, &pty.Winsize{Rows: f.Rows, Cols: f.Cols})
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.out.Read(buf)
+		if n > 0 {
+			if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
+				p.kill()
+				break
+			}
+		}
+		if err != nil { // EOF, or EIO from a pty whose shell is gone
+			break
+		}
+	}
+	if c, ok := p.out.(io.Closer); ok {
+		c.Close()
+	}
+	exit := Frame{Op: ctlExit}
+	var ee *exec.ExitError
+	switch err := p.cmd.Wait(); {
+	case errors.As(err, &ee):
+		exit.Exit = ee.ExitCode()
+	case err != nil:
+		exit.Err = err.Error()
+	}
+	_ = ws.WriteJSON(exit)
+	_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+}

@@ -25,7 +25,6 @@ type rankInfo struct {
 	LocalRank int            `json:"local_rank"`
 	Net       string         `json:"net"`
 	Addr      transport.Addr `json:"addr"`
-	Channels  int            `json:"channels"`
 }
 
 // Comm is a communicator: the ranks, their connections, rings and trees.
@@ -176,7 +175,7 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		return nil, err
 	}
 	c.bs = bs
-	me := rankInfo{Rank: cfg.Rank, Node: cfg.Node, NodeID: nodeIdentity(cfg.Node), Pid: os.Getpid(), LocalRank: cfg.LocalRank, Net: kindName(kind), Addr: ep.Addr(), Channels: c.nch}
+	me := rankInfo{Rank: cfg.Rank, Node: cfg.Node, NodeID: nodeIdentity(cfg.Node), Pid: os.Getpid(), LocalRank: cfg.LocalRank, Net: kindName(kind), Addr: ep.Addr()}
 	b, _ := json.Marshal(me)
 	all, err := bs.AllGather(ctx, b)
 	if err != nil {
@@ -194,9 +193,6 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 			return nil, fmt.Errorf("NET transport mismatch: rank %d uses NET/%s, rank %d (%s) uses NET/%s; set NCCL_IB_DISABLE or NCCL_NET alike on every node",
 				cfg.Rank, me.Net, i, c.info[i].Node, c.info[i].Net)
 		}
-		// Every rank uses the fewest channels any rank asked for, as NCCL's init.cc
-		// takes the minimum of the ranks' graphs: one node's NCCL_MAX_NCHANNELS caps all.
-		c.nch = min(c.nch, c.info[i].Channels)
 	}
 	lg.Info("INIT", "%s", ncclmsg.InitStart.Sprintf(initFunc, c.handle(), c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id))
 	if err := c.connectAll(ctx); err != nil {

@@ -310,38 +310,3 @@ func checkNCCLLines(t *testing.T, out string) {
 		}
 	}
 }
-
-// nodeEnvStarter starts ranks locally, adding env to the ranks of one node only.
-type nodeEnvStarter struct {
-	node string
-	env  []string
-}
-
-func (n nodeEnvStarter) Start(ctx context.Context, s Spec) (Proc, error) {
-	if s.Node == n.node {
-		s.Env = append(append([]string(nil), s.Env...), n.env...)
-	}
-	return LocalStarter{}.Start(ctx, s)
-}
-
-// TestChannelsAreTheMinimumOverRanks: NCCL_MAX_NCHANNELS on one node caps every
-// rank's channels, as NCCL's init takes the minimum of the ranks' graphs.
-func TestChannelsAreTheMinimumOverRanks(t *testing.T) {
-	var so, se syncBuf
-	l := &Launcher{Starter: nodeEnvStarter{"n2", []string{"NCCL_MAX_NCHANNELS=1"}}, Exe: os.Args[0], Stdout: &so, Stderr: &se,
-		Grace: 3 * time.Second, Env: []string{"NCCL_SOCKET_IFNAME=lo", "COMMLAB_BENCH_TIMEOUT=15", "NCCL_DEBUG=INFO", "NCCL_MIN_NCHANNELS=4"}}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := l.Run(ctx, smallOpts(AllReduce, "n1:1,n2:1")); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s\nstdout:\n%s", err, se.String(), so.String())
-	}
-	out := so.String()
-	for _, w := range []string{`(?m)^n2:.*NCCL_MAX_NCHANNELS set by environment to 1\.$`, `Channel 00/01 : 0 1`, `# Out of bounds values : 0 OK`} {
-		if !regexp.MustCompile(w).MatchString(out) {
-			t.Errorf("output lacks %q:\n%s", w, out)
-		}
-	}
-	if regexp.MustCompile(`(?m)Channel 01/|^n1:.*NCCL_MAX_NCHANNELS`).MatchString(out) {
-		t.Errorf("a second channel, or node n1 printing NCCL_MAX_NCHANNELS:\n%s", out)
-	}
-}

@@ -55,7 +55,7 @@ var Taxonomy = []Class{
 	{"shm-too-small", CategoryHost, 0, "/dev/shm 太小", "/dev/shm too small", []string{WhereNode}},
 	{"memory-pressure", CategoryHost, 0, "内存压力", "Memory pressure", []string{WhereNode}},
 	{"transport-forced", CategorySoftware, 0, "传输被强制切换（IB / SHM / P2P 关闭）", "Transport forced (IB, SHM or P2P disabled)", []string{WhereNode}},
-	{"algo-proto-forced", CategorySoftware, 0, "算法 / 协议被强制（NCCL_ALGO / NCCL_PROTO）", "Algorithm or protocol forced", []string{WhereNode}},
+	{"algo-proto-forced", CategorySoftware, 0, "算法 / 协议 / 通道数被强制（NCCL_ALGO / NCCL_PROTO / NCCL_MAX_NCHANNELS）", "Algorithm, protocol or channel count forced", []string{WhereNode}},
 	{"bootstrap-port-blocked", CategorySoftware, 0, "bootstrap 端口被防火墙阻断", "Bootstrap port blocked by a firewall", []string{WhereNode}},
 	{"version-mismatch", CategorySoftware, 0, "NCCL / 驱动版本不一致", "NCCL or driver version mismatch", []string{WhereNode}},
 }

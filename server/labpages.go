@@ -288,7 +288,7 @@ func (s *Server) labPage(c *gin.Context) {
 		d.Task, _ = course.Markdown(l.Variant.Task())
 	}
 	used := map[int]bool{}
-	for _, i := range l.HintsUsed() {
+	for _, i := range l.HintsOpen() {
 		used[i] = true
 	}
 	for i, h := range sc.Hints {

@@ -135,6 +135,8 @@ type Lab struct {
 	terminals map[string]*Terminal
 	samples   *Samples
 	hints     map[int]bool
+	// given are the hints an instructor revealed: open, and free.
+	given     map[int]bool
 	checks    int
 	lastCheck *grader.Result
 	revealed  bool
@@ -180,7 +182,7 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	now := time.Now()
 	l := &Lab{
 		ID: newID(), Learner: learner, Variant: v, Started: now, Expires: now.Add(cfg.TTL),
-		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{},
+		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{}, given: map[int]bool{},
 		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}), up: make(chan struct{}),
 	}
 	l.log = cfg.Log.With("lab", l.ID, "scenario", v.Scenario.ID, "learner", learner)
@@ -479,13 +481,35 @@ func (l *Lab) Hint(i int) (scenarios.Hint, error) {
 	return scenarios.Hint{Text: l.Variant.Expand(hs[i].Text), Cost: hs[i].Cost}, nil
 }
 
-// HintsUsed lists the hints opened so far.
+// GiveHint opens hint i for free (an instructor revealed it to the cohort): it
+// costs nothing at grading, even if the learner had opened it before.
+func (l *Lab) GiveHint(i int) error {
+	if i < 0 || i >= len(l.Variant.Scenario.Hints) {
+		return fmt.Errorf("no hint %d", i+1)
+	}
+	l.mu.Lock()
+	l.given[i] = true
+	l.mu.Unlock()
+	return nil
+}
+
+// HintsUsed lists the hints the learner opened and pays for: those an instructor
+// gave are not among them.
 func (l *Lab) HintsUsed() []int {
+	return l.hintsWhere(func(i int) bool { return l.hints[i] && !l.given[i] })
+}
+
+// HintsOpen lists every hint the learner can read: opened or given.
+func (l *Lab) HintsOpen() []int {
+	return l.hintsWhere(func(i int) bool { return l.hints[i] || l.given[i] })
+}
+
+func (l *Lab) hintsWhere(ok func(i int) bool) []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []int
 	for i := range l.Variant.Scenario.Hints {
-		if l.hints[i] {
+		if ok(i) {
 			out = append(out, i)
 		}
 	}

@@ -37,6 +37,7 @@ evidence:
 remediation: {measure: workload, min_ratio: 0.8}
 hints:
   - {text: h, cost: 0.1}
+  - {text: "h2 ${rate}", cost: 0.2}
 debrief: d
 `
 
@@ -387,6 +388,63 @@ func TestChecksAndConfirmation(t *testing.T) {
 	l.GiveUp()
 	if !l.Revealed() {
 		t.Error("giving up did not reveal the debrief")
+	}
+}
+
+// TestGivenHints: a hint the instructor gave is open and costs nothing at grading,
+// even one the learner had opened (and would have paid for) before.
+func TestGivenHints(t *testing.T) {
+	tests := []struct {
+		name             string
+		opened, given    []int
+		wantUsed, wantOp []int
+		wantCost         float64
+	}{
+		{"learner only", []int{0}, nil, []int{0}, []int{0}, 0.1},
+		{"given only", nil, []int{1}, nil, []int{1}, 0},
+		{"opened then given", []int{0, 1}, []int{0}, []int{1}, []int{0, 1}, 0.2},
+		{"both given", []int{0}, []int{0, 1}, nil, []int{0, 1}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+			defer l.Stop()
+			waitFor(t, l, func(s Status) bool { return s.Confirmed })
+			for _, i := range tc.opened {
+				if _, err := l.Hint(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, i := range tc.given {
+				if err := l.GiveHint(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := l.HintsUsed(); !slices.Equal(got, tc.wantUsed) {
+				t.Errorf("used %v, want %v", got, tc.wantUsed)
+			}
+			if got := l.HintsOpen(); !slices.Equal(got, tc.wantOp) {
+				t.Errorf("open %v, want %v", got, tc.wantOp)
+			}
+			res, err := l.Grade(context.Background(), grader.Diagnosis{Class: "nic-rate-limited"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cost := 0.0
+			for _, c := range res.Criteria {
+				if c.Name == "hints" {
+					cost = -c.Earned
+				}
+			}
+			if diff := cost - tc.wantCost; diff > 1e-9 || diff < -1e-9 {
+				t.Errorf("hints cost %.2f, want %.2f", cost, tc.wantCost)
+			}
+		})
+	}
+	l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+	defer l.Stop()
+	if err := l.GiveHint(2); err == nil || err.Error() != "no hint 3" {
+		t.Errorf("GiveHint past the last: %v", err)
 	}
 }
 

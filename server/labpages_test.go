@@ -38,6 +38,14 @@ type fakeHost struct {
 	gate chan struct{}
 	// full makes Check report that the host has no free sandbox slot.
 	full bool
+	// reverted counts the faults reverted.
+	reverted int
+}
+
+func (h *fakeHost) reverts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reverted
 }
 
 func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
@@ -70,7 +78,12 @@ func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, pa
 	slices.Sort(ps)
 	return "f-" + kind, "inject " + kind + " " + strings.Join(ps, " "), nil
 }
-func (h *fakeHost) Revert(ctx context.Context, id string) error     { return nil }
+func (h *fakeHost) Revert(ctx context.Context, id string) error {
+	h.mu.Lock()
+	h.reverted++
+	h.mu.Unlock()
+	return nil
+}
 func (h *fakeHost) Supports(ctx context.Context, kind string) error { return nil }
 func (h *fakeHost) ChangesLogin(kind string) bool                   { return false }
 func (e *fakeEnv) ID() string                                       { return "fake" }

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 
+	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server/store"
 	"github.com/commlab/commlab/web"
@@ -102,11 +103,20 @@ func (s *Server) serveLive(c *gin.Context, id int64, snapshot func(ctx context.C
 	}
 }
 
-// learnerLive is what a learner's workshop page receives.
+// learnerLive is what a learner's workshop page and workshop lab page receive.
 type learnerLive struct {
 	Opened   int             `json:"opened"`
 	Ended    bool            `json:"ended"`
 	Timeline []timelineEntry `json:"timeline"`
+	// Hints are the open hints of the learner's running lab of the workshop, so
+	// one the instructor reveals opens on the lab page at once.
+	Hints []openHint `json:"hints,omitempty"`
+}
+
+type openHint struct {
+	Lab  string `json:"lab"`
+	N    int    `json:"n"` // from 1
+	HTML string `json:"html"`
 }
 
 func (s *Server) workshopLearnerWS(c *gin.Context) {
@@ -120,8 +130,21 @@ func (s *Server) workshopLearnerWS(c *gin.Context) {
 		if err != nil {
 			return nil, err
 		}
-		return learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}, nil
+		d := learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}
+		if labs, err := s.workshopLabsOf(ctx, w, u.ID); err == nil && labs[u.ID] != nil {
+			d.Hints = openHints(labs[u.ID])
+		}
+		return d, nil
 	})
+}
+
+func openHints(l *session.Lab) []openHint {
+	var out []openHint
+	for _, i := range l.HintsOpen() {
+		html, _ := course.Markdown(l.Variant.Expand(l.Variant.Scenario.Hints[i].Text))
+		out = append(out, openHint{Lab: l.ID, N: i + 1, HTML: string(html)})
+	}
+	return out
 }
 
 // dashboard is the instructor's snapshot.

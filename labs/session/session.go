@@ -113,7 +113,6 @@ type Lab struct {
 	Learner int64
 	Variant *scenarios.Variant
 	Started time.Time
-	Expires time.Time
 
 	cfg    Config
 	ctx    context.Context
@@ -124,13 +123,19 @@ type Lab struct {
 	// streaming run.
 	wl sync.Mutex
 
-	mu        sync.Mutex
-	state     State
-	step      string
-	progress  [2]int
-	failure   string
-	env       Env
-	faultIDs  []string
+	mu sync.Mutex
+	// expires is when the lab ends (Status tells it); Extend moves it, and the
+	// timer that cancels ctx then.
+	expires  time.Time
+	expiry   *time.Timer
+	state    State
+	step     string
+	progress [2]int
+	failure  string
+	env      Env
+	faultIDs []string
+	// bound are the faults whose deadline is the lab's end: Extend renews them.
+	bound     map[string]bool
 	injected  []string
 	terminals map[string]*Terminal
 	samples   *Samples
@@ -181,12 +186,13 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	}
 	now := time.Now()
 	l := &Lab{
-		ID: newID(), Learner: learner, Variant: v, Started: now, Expires: now.Add(cfg.TTL),
+		ID: newID(), Learner: learner, Variant: v, Started: now, expires: now.Add(cfg.TTL), bound: map[string]bool{},
 		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{}, given: map[int]bool{},
 		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}), up: make(chan struct{}),
 	}
 	l.log = cfg.Log.With("lab", l.ID, "scenario", v.Scenario.ID, "learner", learner)
-	l.ctx, l.cancel = context.WithDeadline(context.WithoutCancel(parent), l.Expires)
+	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(parent))
+	l.expiry = time.AfterFunc(cfg.TTL, l.cancel)
 	go func() {
 		// The parent's end (server shutdown) ends the lab too, with a clean teardown.
 		select {
@@ -292,16 +298,14 @@ func (l *Lab) run() {
 
 	l.setStep(4, StepInject)
 	for _, f := range faults {
-		ttl := f.TTL
-		if ttl == 0 || ttl > time.Until(l.Expires) {
-			ttl = time.Until(l.Expires)
-		}
+		ttl, bound := l.faultTTL(f.TTL)
 		id, cmd, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
 		if err != nil {
 			l.fail(fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err))
 			return
 		}
 		l.mu.Lock()
+		l.bound[id] = bound
 		l.faultIDs = append(l.faultIDs, id)
 		l.injected = append(l.injected, f.Node+": "+cmd)
 		l.mu.Unlock()
@@ -360,8 +364,21 @@ func (l *Lab) fail(err error) {
 	l.cancel()
 }
 
+// faultTTL is how long a fault with its own ttl (0: none) stays: the lab's time
+// left at most. bound says it ends with the lab, so Extend renews it.
+func (l *Lab) faultTTL(own time.Duration) (ttl time.Duration, bound bool) {
+	l.mu.Lock()
+	left := time.Until(l.expires)
+	l.mu.Unlock()
+	if own == 0 || own >= left {
+		return left, true
+	}
+	return own, false
+}
+
 // teardown reverts every fault and takes the environment down, whatever happened.
 func (l *Lab) teardown() {
+	l.expiry.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l.mu.Lock()
@@ -433,7 +450,7 @@ type Status struct {
 func (l *Lab) Status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.Expires,
+	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.expires,
 		Progress: map[string]int{"done": l.progress[0], "total": l.progress[1]}}
 	for n := range l.terminals {
 		st.Nodes = append(st.Nodes, n)
@@ -562,10 +579,7 @@ func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
 	if !slices.Contains(env.Nodes(), f.Node) {
 		return "", fmt.Errorf("no node %q in this lab", f.Node)
 	}
-	ttl := time.Until(l.Expires)
-	if f.TTL > 0 && f.TTL < ttl {
-		ttl = f.TTL
-	}
+	ttl, bound := l.faultTTL(f.TTL)
 	id, cmd, err := l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
 	if err != nil {
 		return "", fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err)
@@ -579,6 +593,7 @@ func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
 		_ = l.cfg.Faults.Revert(rctx, id)
 		return "", ErrNotRunning
 	}
+	l.bound[id] = bound
 	l.faultIDs = append(l.faultIDs, id)
 	l.injected = append(l.injected, f.Node+": "+cmd)
 	l.samples.event(FaultEvent)
@@ -592,4 +607,64 @@ func (l *Lab) GiveUp() {
 	l.revealed = true
 	l.mu.Unlock()
 	l.Stop()
+}
+
+// Renewer is implemented by an Env and by Faults that can move their own expiry:
+// the sandbox's teardown timer, a fault's deadline (the injector's watchdog).
+type Renewer interface {
+	// Renew moves the expiry to now+ttl; on error the old one holds.
+	Renew(ctx context.Context, id string, ttl time.Duration) error
+}
+
+// ErrCannotExtend is returned when a lab's time cannot be extended.
+var ErrCannotExtend = errors.New("this lab's time cannot be extended")
+
+// MaxExtend bounds what one extension adds.
+const MaxExtend = 4 * time.Hour
+
+// Extend gives a running lab d more time (an instructor's extension) and returns its
+// new end. What ends the lab from outside it moves first, then the lab's own timer:
+// the faults bound to its end (the injector's watchdog), then its environment (its
+// teardown timer and the state sweeps read). A step that fails leaves the lab's own
+// end where it was, and its teardown there reverts every fault and takes the
+// environment down: a renewed deadline only ever outlives the lab as a backstop.
+func (l *Lab) Extend(ctx context.Context, d time.Duration) (time.Time, error) {
+	if d <= 0 || d > MaxExtend {
+		return time.Time{}, fmt.Errorf("extend by %s: want more than 0 and at most %s", d, MaxExtend)
+	}
+	l.mu.Lock()
+	env, state, end := l.env, l.state, l.expires.Add(d)
+	var ids []string
+	for _, id := range l.faultIDs {
+		if l.bound[id] {
+			ids = append(ids, id)
+		}
+	}
+	l.mu.Unlock()
+	if env == nil || (state != Ready && state != Grading) {
+		return time.Time{}, ErrNotRunning
+	}
+	envR, ok := env.(Renewer)
+	faultsR, ok2 := l.cfg.Faults.(Renewer)
+	if !ok || (!ok2 && len(ids) > 0) {
+		return time.Time{}, ErrCannotExtend
+	}
+	ttl := time.Until(end)
+	for _, id := range ids {
+		if err := faultsR.Renew(ctx, id, ttl); err != nil {
+			return time.Time{}, fmt.Errorf("%w: fault %s: %w", ErrCannotExtend, id, err)
+		}
+	}
+	if err := envR.Renew(ctx, env.ID(), ttl); err != nil {
+		return time.Time{}, fmt.Errorf("%w: environment: %w", ErrCannotExtend, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return time.Time{}, ErrNotRunning
+	}
+	l.expires = end
+	l.expiry.Reset(time.Until(end))
+	l.log.Info("lab extended", "until", end)
+	return end, nil
 }

@@ -65,6 +65,13 @@ type fakeHost struct {
 	// login makes every fault kind change the login environment; the host then
 	// also notes each shell opened.
 	login bool
+	// envRenewErr fails the environment's renew.
+	envRenewErr error
+}
+
+func (h *fakeHost) Renew(ctx context.Context, id string, ttl time.Duration) error {
+	h.note(fmt.Sprintf("renew %s %s", id, ttl.Round(time.Hour)))
+	return nil
 }
 
 func (h *fakeHost) note(s string) {
@@ -135,6 +142,11 @@ func (e fakeEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 		return 1, nil
 	}
 	return f(ctx, n)
+}
+
+func (e fakeEnv) Renew(ctx context.Context, id string, ttl time.Duration) error {
+	e.h.note(fmt.Sprintf("renew %s %s", id, ttl.Round(time.Hour)))
+	return e.h.envRenewErr
 }
 
 func (e fakeEnv) Down(ctx context.Context) error {
@@ -445,6 +457,65 @@ func TestGivenHints(t *testing.T) {
 	defer l.Stop()
 	if err := l.GiveHint(2); err == nil || err.Error() != "no hint 3" {
 		t.Errorf("GiveHint past the last: %v", err)
+	}
+}
+
+// TestExtend: an extension renews what ends the lab from outside (its faults, then
+// its environment) before the lab's own end moves; when a step fails, the lab keeps
+// its old end, and its teardown there reverts every fault.
+func TestExtend(t *testing.T) {
+	tests := []struct {
+		name    string
+		envErr  error
+		wantErr error
+		// wantLog is the host's log from the extension on.
+		wantLog []string
+	}{
+		{"renewed", nil, nil, []string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s"}},
+		{"environment refuses", errors.New("disk full"), ErrCannotExtend,
+			[]string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s", "revert f2", "revert f1", "down"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHost{workload: healthyThenFaulted, envRenewErr: tc.envErr}
+			l := startLab(t, h, 2*time.Second)
+			defer l.Stop()
+			old := waitFor(t, l, func(s Status) bool { return s.Confirmed }).Expires
+			from := len(h.events())
+			end, err := l.Extend(context.Background(), time.Hour)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("extend: %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == nil {
+				if got := l.Status().Expires; !got.Equal(end) || end.Sub(old) != time.Hour {
+					t.Errorf("expires %s (returned %s), want %s", got, end, old.Add(time.Hour))
+				}
+				time.Sleep(time.Until(old) + 300*time.Millisecond)
+				if !l.Running() {
+					t.Fatalf("the lab ended at its old end: %+v", l.Status())
+				}
+				l.Stop()
+			} else if got := l.Status().Expires; !got.Equal(old) {
+				t.Errorf("a failed extension moved the end to %s", got)
+			}
+			ended(t, l)
+			if tc.wantErr != nil && l.Status().State != Expired {
+				t.Errorf("state %s, want expired at the old end", l.Status().State)
+			}
+			if got := h.events()[from:]; !slices.Equal(got, tc.wantLog) && (tc.wantErr != nil || !slices.Equal(got[:3], tc.wantLog)) {
+				t.Errorf("host log %q, want %q", got, tc.wantLog)
+			}
+		})
+	}
+	l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+	waitFor(t, l, func(s Status) bool { return s.Confirmed })
+	if _, err := l.Extend(context.Background(), 5*time.Hour); err == nil {
+		t.Error("extended by more than MaxExtend")
+	}
+	l.Stop()
+	ended(t, l)
+	if _, err := l.Extend(context.Background(), time.Hour); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("extend a stopped lab: %v", err)
 	}
 }
 

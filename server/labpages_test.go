@@ -84,12 +84,14 @@ func (h *fakeHost) Revert(ctx context.Context, id string) error {
 	h.mu.Unlock()
 	return nil
 }
-func (h *fakeHost) Supports(ctx context.Context, kind string) error { return nil }
-func (h *fakeHost) ChangesLogin(kind string) bool                   { return false }
-func (e *fakeEnv) ID() string                                       { return "fake" }
-func (e *fakeEnv) Nodes() []string                                  { return e.nodes }
-func (e *fakeEnv) Target(string) injector.Target                    { return injector.Target{} }
-func (e *fakeEnv) Down(context.Context) error                       { return nil }
+func (h *fakeHost) Supports(ctx context.Context, kind string) error    { return nil }
+func (h *fakeHost) Renew(context.Context, string, time.Duration) error { return nil }
+func (e *fakeEnv) Renew(context.Context, string, time.Duration) error  { return nil }
+func (h *fakeHost) ChangesLogin(kind string) bool                      { return false }
+func (e *fakeEnv) ID() string                                          { return "fake" }
+func (e *fakeEnv) Nodes() []string                                     { return e.nodes }
+func (e *fakeEnv) Target(string) injector.Target                       { return injector.Target{} }
+func (e *fakeEnv) Down(context.Context) error                          { return nil }
 func (e *fakeEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
 	r, w := io.Pipe()
 	return &echoPTY{r, w}, nil
@@ -123,7 +125,7 @@ func (p *echoPTY) Write(b []byte) (int, error) { return p.w.Write(b) }
 func (p *echoPTY) Resize(uint16, uint16) error { return nil }
 func (p *echoPTY) Close() error                { p.w.Close(); return p.r.Close() }
 
-func catalog(t *testing.T) *scenarios.Catalog {
+func catalog(t testing.TB) *scenarios.Catalog {
 	t.Helper()
 	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {

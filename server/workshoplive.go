@@ -108,13 +108,19 @@ type learnerLive struct {
 	Opened   int             `json:"opened"`
 	Ended    bool            `json:"ended"`
 	Timeline []timelineEntry `json:"timeline"`
-	// Hints are the open hints of the learner's running lab of the workshop, so
-	// one the instructor reveals opens on the lab page at once.
-	Hints []openHint `json:"hints,omitempty"`
+	// Lab is the learner's running lab of the workshop, for its page.
+	Lab *liveLab `json:"lab,omitempty"`
+}
+
+// liveLab is what a workshop lab's page follows live: its end (an extension moves
+// it) and its open hints (one the instructor reveals opens at once).
+type liveLab struct {
+	ID      string     `json:"id"`
+	Expires time.Time  `json:"expires"`
+	Hints   []openHint `json:"hints"`
 }
 
 type openHint struct {
-	Lab  string `json:"lab"`
 	N    int    `json:"n"` // from 1
 	HTML string `json:"html"`
 }
@@ -132,17 +138,18 @@ func (s *Server) workshopLearnerWS(c *gin.Context) {
 		}
 		d := learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}
 		if labs, err := s.workshopLabsOf(ctx, w, u.ID); err == nil && labs[u.ID] != nil {
-			d.Hints = openHints(labs[u.ID])
+			l := labs[u.ID]
+			d.Lab = &liveLab{ID: l.ID, Expires: l.Status().Expires, Hints: openHints(l)}
 		}
 		return d, nil
 	})
 }
 
 func openHints(l *session.Lab) []openHint {
-	var out []openHint
+	out := []openHint{}
 	for _, i := range l.HintsOpen() {
 		html, _ := course.Markdown(l.Variant.Expand(l.Variant.Scenario.Hints[i].Text))
-		out = append(out, openHint{Lab: l.ID, N: i + 1, HTML: string(html)})
+		out = append(out, openHint{N: i + 1, HTML: string(html)})
 	}
 	return out
 }

@@ -31,6 +31,7 @@ const (
 	evEnded   = "ended"
 	evHint    = "hint"
 	evReset   = "reset"
+	evExtend  = "extended"
 )
 
 var (
@@ -55,6 +56,7 @@ func (s *Server) workshopRoutes(r *gin.Engine) {
 	in.POST("/message", s.workshopMessage)
 	in.POST("/hint", s.workshopHint)
 	in.POST("/reset", s.workshopReset)
+	in.POST("/extend", s.workshopExtend)
 	in.POST("/end", s.workshopEnd)
 	in.GET("/learners/:uid", s.workshopLearner)
 	in.GET("/learners/:uid/term/:node/ws", s.workshopWatchTerminal)
@@ -734,4 +736,58 @@ func (s *Server) workshopOfLab(ctx context.Context, l *session.Lab) int64 {
 		}
 	}
 	return 0
+}
+
+// workshopExtend gives one learner's running lab (learner 0: every running lab of
+// the workshop) more minutes. Each lab renews what ends it from outside before its
+// own end moves (session.Lab.Extend); one that cannot keeps its end and is named in
+// the answer.
+func (s *Server) workshopExtend(c *gin.Context) {
+	w := workshopOf(c)
+	most := int(session.MaxExtend / time.Minute)
+	minutes, err := strconv.Atoi(c.PostForm("minutes"))
+	if err != nil || minutes < 1 || minutes > most {
+		s.fail(c, formError("minutes", fmt.Sprintf("1 to %d", most)))
+		return
+	}
+	if !s.requireLive(c, w) {
+		return
+	}
+	ctx := c.Request.Context()
+	learner, _ := strconv.ParseInt(c.PostForm("learner"), 10, 64)
+	labs, err := s.workshopLabsOf(ctx, w, learner)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if len(labs) == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.err.norunning", ""})
+		return
+	}
+	var done int
+	var problems []string
+	for m, l := range labs {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		end, err := l.Extend(ectx, time.Duration(minutes)*time.Minute)
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("learner %d: %v", m, err))
+			continue
+		}
+		done++
+		e := &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: m, Kind: evExtend, Public: strconv.Itoa(minutes), Secret: end.UTC().Format("15:04:05 UTC")}
+		if err := s.journal(ctx, e); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	if done == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.err.extend", strings.Join(problems, "; ")})
+		return
+	}
+	if wantsJSON(c) {
+		c.JSON(http.StatusOK, gin.H{"extended": done, "problems": problems})
+		return
+	}
+	s.backToWorkshop(c, w)
 }

@@ -267,13 +267,39 @@ func TestWorkshop(t *testing.T) {
 		t.Errorf("after the reveal: used %v (paid), open %v", used, open)
 	}
 	var live learnerLive
-	if frames := e.wsAs(e.a, path+"/events/ws", nil); len(frames) == 0 || json.Unmarshal([]byte(frames[0]), &live) != nil ||
-		len(live.Hints) != 1 || live.Hints[0].Lab != l.ID || live.Hints[0].N != 2 || !strings.Contains(live.Hints[0].HTML, "丢包只出现在") {
+	if frames := e.wsAs(e.a, path+"/events/ws", nil); len(frames) == 0 || json.Unmarshal([]byte(frames[0]), &live) != nil || live.Lab == nil ||
+		live.Lab.ID != l.ID || len(live.Lab.Hints) != 1 || live.Lab.Hints[0].N != 2 || !strings.Contains(live.Lab.Hints[0].HTML, "丢包只出现在") {
 		t.Errorf("a's live feed: %+v", live)
 	}
 	if _, page, _ := e.do(e.a, "GET", labPath, nil); !strings.Contains(page, fmt.Sprintf(`data-workshop="%s"`, strings.TrimPrefix(path, "/workshops/"))) ||
 		!strings.Contains(page, "workshoplab.js") {
 		t.Error("a's lab page has no live workshop feed")
+	}
+
+	// Extending moves the lab's end; the learner's timeline says by how much.
+	before := l.Status().Expires
+	for _, tc := range []struct {
+		form url.Values
+		want int
+	}{
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "minutes": {"0"}}, http.StatusBadRequest},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "minutes": {"241"}}, http.StatusBadRequest},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.b])}, "minutes": {"15"}}, http.StatusConflict},
+		{url.Values{"learner": {"0"}, "minutes": {"15"}}, http.StatusOK},
+	} {
+		if code, body, _ := e.postAs(e.inst, path, path+"/extend", tc.form, "application/json"); code != tc.want {
+			t.Errorf("extend %v: %d, want %d (%s)", tc.form, code, tc.want, body)
+		}
+	}
+	if got := l.Status().Expires.Sub(before); got != 15*time.Minute {
+		t.Errorf("the lab's end moved by %s, want 15m", got)
+	}
+	if frames := e.wsAs(e.a, path+"/events/ws", nil); json.Unmarshal([]byte(frames[0]), &live) != nil || live.Lab == nil ||
+		!live.Lab.Expires.Equal(before.Add(15*time.Minute)) || !strings.Contains(frames[0], "讲师延长了实验时间（分钟）: 15") {
+		t.Errorf("a's live feed after the extension: %s", frames[0])
+	}
+	if frames := strings.Join(e.wsAs(e.b, path+"/events/ws", nil), ""); strings.Contains(frames, "延长") {
+		t.Errorf("b, without a lab, was told of an extension: %s", frames)
 	}
 
 	// Reset ends one learner's running lab cleanly; they start it again.

@@ -91,15 +91,16 @@
       rows.push(tr);
     }
     grid.tBodies[0].replaceChildren(...rows);
-    // The inject form offers every learner, keeping the one picked.
-    const who = document.getElementById("inject-learner");
-    const picked = who.value;
-    who.replaceChildren(who.options[0], ...d.learners.map((l) => {
-      const o = el("option", null, l.name);
-      o.value = String(l.id);
-      return o;
-    }));
-    who.value = [...who.options].some((o) => o.value === picked) ? picked : "0";
+    // The inject and extend forms offer every learner, keeping the one picked.
+    document.querySelectorAll("select[data-learners]").forEach((who) => {
+      const picked = who.value;
+      who.replaceChildren(who.options[0], ...d.learners.map((l) => {
+        const o = el("option", null, l.name);
+        o.value = String(l.id);
+        return o;
+      }));
+      who.value = [...who.options].some((o) => o.value === picked) ? picked : "0";
+    });
   };
 
   const learner = (d) => {

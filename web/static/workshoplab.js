@@ -1,5 +1,6 @@
 // A workshop lab's live news: the instructor's messages and actions, newest first,
-// and the hints the instructor revealed, opened in place. The snapshots come from
+// the hints the instructor revealed, opened in place, and the lab's end as an
+// extension moves it. The snapshots come from
 // the learner's workshop websocket; every text comes from the server.
 (() => {
   const box = document.getElementById("ws-live");
@@ -22,8 +23,10 @@
         return li;
       }));
     }
-    for (const h of d.hints || []) {
-      if (h.lab !== lab) continue;
+    if (!d.lab || d.lab.id !== lab) return;
+    const ttl = document.querySelector(".ttl[data-expires]");
+    if (ttl) ttl.dataset.expires = d.lab.expires;
+    for (const h of d.lab.hints) {
       const f = document.querySelector(`form[data-hint="${h.n}"]`);
       if (!f) continue;
       const div = document.createElement("div");

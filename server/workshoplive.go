@@ -137,8 +137,8 @@ func (s *Server) workshopLearnerWS(c *gin.Context) {
 			return nil, err
 		}
 		d := learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}
-		if labs, err := s.workshopLabsOf(ctx, w, u.ID); err == nil && labs[u.ID] != nil {
-			l := labs[u.ID]
+		// The member's own lab only: a snapshot per learner stays O(1) in the cohort.
+		if l := s.runningLabIn(w, u.ID); l != nil {
 			d.Lab = &liveLab{ID: l.ID, Expires: l.Status().Expires, Hints: openHints(l)}
 		}
 		return d, nil

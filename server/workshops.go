@@ -482,11 +482,22 @@ func (s *Server) workshopLabsOf(ctx context.Context, w *store.Workshop, learner 
 		if learner != 0 && m != learner {
 			continue
 		}
-		if l, ok := s.practiceLab(m); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+		if l := s.runningLabIn(w, m); l != nil {
 			out[m] = l
 		}
 	}
 	return out, nil
+}
+
+// runningLabIn is the member's running lab of the workshop, nil if none.
+func (s *Server) runningLabIn(w *store.Workshop, member int64) *session.Lab {
+	if s.labs == nil {
+		return nil
+	}
+	if l, ok := s.practiceLab(member); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+		return l
+	}
+	return nil
 }
 
 // workshopInject adds a fault of a kind the lab's scenario uses, with the learner's

@@ -304,6 +304,51 @@ func (in *Injector) revertEntry(ctx context.Context, id string, kind Kind, u Und
 	})
 }
 
+// ErrFixedDeadline is returned for renewing a fault whose kind cannot be renewed.
+var ErrFixedDeadline = errors.New("its helper process stops at the deadline it was started with")
+
+// Renew moves the deadline of fault id to now+ttl, earlier or later. The new
+// deadline holds once its record is journaled (fsynced) and the old one until
+// then, so a process killed mid-renew leaves the fault reverted by one of the two
+// (by the watchdog of any process sharing the journal), never kept.
+func (in *Injector) Renew(id string, ttl time.Duration) (Entry, error) {
+	if err := ValidFaultID(id); err != nil {
+		return Entry{}, err
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return Entry{}, invalid("ttl %s: want between %s and %s", ttl, MinTTL, MaxTTL)
+	}
+	var out Entry
+	err := in.j.locked(func() error {
+		live, _, _, err := in.j.load()
+		if err != nil {
+			return err
+		}
+		e := live[id]
+		if e == nil {
+			return fmt.Errorf("renew %s: %w: no active fault with this id (see commlab faults)", id, ErrNotFound)
+		}
+		if k, err := in.reg.Kind(e.Kind); err != nil {
+			return fmt.Errorf("renew %s: %w", id, err)
+		} else if k.FixedDeadline {
+			return fmt.Errorf("renew %s: %s: %w", id, e.Kind, ErrFixedDeadline)
+		}
+		now := time.Now().UTC()
+		if e.Expired(now) {
+			// The watchdog may be reverting it now.
+			return fmt.Errorf("renew %s: %w: its deadline %s has passed", id, ErrNotFound, e.Deadline.Format(time.RFC3339))
+		}
+		deadline := now.Add(ttl)
+		if err := in.j.append(record{Op: recRenewed, ID: id, Deadline: deadline}); err != nil {
+			return err
+		}
+		out = *e
+		out.Deadline = deadline
+		return nil
+	})
+	return out, err
+}
+
 // List returns the journaled faults, oldest first.
 func (in *Injector) List() ([]Entry, error) { return in.j.entries() }
 

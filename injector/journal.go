@@ -50,6 +50,7 @@ const (
 	recUndo     = "undo"     // a newer undo (more objects created)
 	recApplied  = "applied"  // apply finished and read back
 	recReverted = "reverted" // revert succeeded; the entry is dead
+	recRenewed  = "renewed"  // a new deadline replaces the entry's
 )
 
 type record struct {
@@ -58,6 +59,8 @@ type record struct {
 	At    time.Time       `json:"at"`
 	Entry *Entry          `json:"entry,omitempty"`
 	Undo  json.RawMessage `json:"undo,omitempty"`
+	// Deadline is a renewed record's new deadline.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // journal is an append-only file of JSON lines under <data>/injector/journal,
@@ -180,6 +183,11 @@ func (j *journal) replay(b []byte) {
 	case recApplied:
 		if e, ok := j.cLive[r.ID]; ok {
 			e.Applied = true
+		}
+		j.cDead++
+	case recRenewed:
+		if e, ok := j.cLive[r.ID]; ok && !r.Deadline.IsZero() {
+			e.Deadline = r.Deadline
 		}
 		j.cDead++
 	case recReverted:

@@ -34,8 +34,8 @@ var _ Fault = (*Congestion)(nil)
 // CongestionKind registers congestion.
 func CongestionKind() Kind {
 	return Kind{Name: "congestion", Summary: "N senders push competing flows into one receiver (iperf3)",
-		Needs: []Feature{NeedIperf3},
-		New:   func() Fault { return &Congestion{Proto: "tcp", Port: 5301} }, NewUndo: func() Undo { return &procsUndo{} }}
+		Needs: []Feature{NeedIperf3}, FixedDeadline: true,
+		New: func() Fault { return &Congestion{Proto: "tcp", Port: 5301} }, NewUndo: func() Undo { return &procsUndo{} }}
 }
 
 // Kind implements Fault.

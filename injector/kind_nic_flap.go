@@ -47,7 +47,7 @@ var _ Fault = (*NICFlap)(nil)
 
 // NICFlapKind registers nic-flap.
 func NICFlapKind() Kind {
-	return Kind{Name: "nic-flap", Summary: "take a NIC down and up periodically until reverted",
+	return Kind{Name: "nic-flap", Summary: "take a NIC down and up periodically until reverted", FixedDeadline: true,
 		New: func() Fault {
 			return &NICFlap{Period: Duration(10 * time.Second), Duty: 5000}
 		}, NewUndo: func() Undo { return &linkStateUndo{} }}

@@ -85,6 +85,9 @@ type Kind struct {
 	// Login marks a kind that changes what a login shell starts with (a profile.d
 	// script): shells opened before it is applied would not show it.
 	Login bool
+	// FixedDeadline marks a kind whose helper processes are started with the
+	// deadline and stop by it: its deadline cannot be renewed.
+	FixedDeadline bool
 	// New returns a fault with its defaults set.
 	New func() Fault
 	// NewUndo returns an empty undo of this kind, for decoding the journal.

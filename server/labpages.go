@@ -223,6 +223,9 @@ type labPageData struct {
 	// Exam is set for a lab of an exam attempt: the page names neither the
 	// scenario nor its chapter, and offers no hints, checks, give-up nor debrief.
 	Exam *labExam
+	// Workshop is the live workshop the lab belongs to (0: none): the page shows
+	// its instructor's messages and revealed hints live.
+	Workshop int64
 }
 
 // resultView is a grading in the UI language. Final is false for a check.
@@ -288,7 +291,7 @@ func (s *Server) labPage(c *gin.Context) {
 		d.Task, _ = course.Markdown(l.Variant.Task())
 	}
 	used := map[int]bool{}
-	for _, i := range l.HintsUsed() {
+	for _, i := range l.HintsOpen() {
 		used[i] = true
 	}
 	for i, h := range sc.Hints {
@@ -313,6 +316,8 @@ func (s *Server) labPage(c *gin.Context) {
 		d.Hints, d.Check, d.Result, d.Revealed, d.Debrief, d.Injected = nil, nil, nil, false, "", nil
 		d.Status.Failure = maskFailure(d.Status.Failure, lang)
 		c.Header("Cache-Control", "no-store")
+	} else {
+		d.Workshop = s.workshopOfLab(c.Request.Context(), l)
 	}
 	c.Header("Content-Security-Policy", labCSP())
 	s.renderPage(c, http.StatusOK, "lab", title, d)

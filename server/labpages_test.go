@@ -38,6 +38,14 @@ type fakeHost struct {
 	gate chan struct{}
 	// full makes Check report that the host has no free sandbox slot.
 	full bool
+	// reverted counts the faults reverted.
+	reverted int
+}
+
+func (h *fakeHost) reverts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reverted
 }
 
 func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
@@ -70,13 +78,20 @@ func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, pa
 	slices.Sort(ps)
 	return "f-" + kind, "inject " + kind + " " + strings.Join(ps, " "), nil
 }
-func (h *fakeHost) Revert(ctx context.Context, id string) error     { return nil }
-func (h *fakeHost) Supports(ctx context.Context, kind string) error { return nil }
-func (h *fakeHost) ChangesLogin(kind string) bool                   { return false }
-func (e *fakeEnv) ID() string                                       { return "fake" }
-func (e *fakeEnv) Nodes() []string                                  { return e.nodes }
-func (e *fakeEnv) Target(string) injector.Target                    { return injector.Target{} }
-func (e *fakeEnv) Down(context.Context) error                       { return nil }
+func (h *fakeHost) Revert(ctx context.Context, id string) error {
+	h.mu.Lock()
+	h.reverted++
+	h.mu.Unlock()
+	return nil
+}
+func (h *fakeHost) Supports(ctx context.Context, kind string) error    { return nil }
+func (h *fakeHost) Renew(context.Context, string, time.Duration) error { return nil }
+func (e *fakeEnv) Renew(context.Context, string, time.Duration) error  { return nil }
+func (h *fakeHost) ChangesLogin(kind string) bool                      { return false }
+func (e *fakeEnv) ID() string                                          { return "fake" }
+func (e *fakeEnv) Nodes() []string                                     { return e.nodes }
+func (e *fakeEnv) Target(string) injector.Target                       { return injector.Target{} }
+func (e *fakeEnv) Down(context.Context) error                          { return nil }
 func (e *fakeEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
 	r, w := io.Pipe()
 	return &echoPTY{r, w}, nil
@@ -110,7 +125,7 @@ func (p *echoPTY) Write(b []byte) (int, error) { return p.w.Write(b) }
 func (p *echoPTY) Resize(uint16, uint16) error { return nil }
 func (p *echoPTY) Close() error                { p.w.Close(); return p.r.Close() }
 
-func catalog(t *testing.T) *scenarios.Catalog {
+func catalog(t testing.TB) *scenarios.Catalog {
 	t.Helper()
 	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 
+	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server/store"
 	"github.com/commlab/commlab/web"
@@ -102,11 +103,26 @@ func (s *Server) serveLive(c *gin.Context, id int64, snapshot func(ctx context.C
 	}
 }
 
-// learnerLive is what a learner's workshop page receives.
+// learnerLive is what a learner's workshop page and workshop lab page receive.
 type learnerLive struct {
 	Opened   int             `json:"opened"`
 	Ended    bool            `json:"ended"`
 	Timeline []timelineEntry `json:"timeline"`
+	// Lab is the learner's running lab of the workshop, for its page.
+	Lab *liveLab `json:"lab,omitempty"`
+}
+
+// liveLab is what a workshop lab's page follows live: its end (an extension moves
+// it) and its open hints (one the instructor reveals opens at once).
+type liveLab struct {
+	ID      string     `json:"id"`
+	Expires time.Time  `json:"expires"`
+	Hints   []openHint `json:"hints"`
+}
+
+type openHint struct {
+	N    int    `json:"n"` // from 1
+	HTML string `json:"html"`
 }
 
 func (s *Server) workshopLearnerWS(c *gin.Context) {
@@ -120,8 +136,22 @@ func (s *Server) workshopLearnerWS(c *gin.Context) {
 		if err != nil {
 			return nil, err
 		}
-		return learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}, nil
+		d := learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}
+		// The member's own lab only: a snapshot per learner stays O(1) in the cohort.
+		if l := s.runningLabIn(w, u.ID); l != nil {
+			d.Lab = &liveLab{ID: l.ID, Expires: l.Status().Expires, Hints: openHints(l)}
+		}
+		return d, nil
 	})
+}
+
+func openHints(l *session.Lab) []openHint {
+	out := []openHint{}
+	for _, i := range l.HintsOpen() {
+		html, _ := course.Markdown(l.Variant.Expand(l.Variant.Scenario.Hints[i].Text))
+		out = append(out, openHint{N: i + 1, HTML: string(html)})
+	}
+	return out
 }
 
 // dashboard is the instructor's snapshot.

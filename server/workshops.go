@@ -29,6 +29,9 @@ const (
 	evFault   = "fault"
 	evMessage = "message"
 	evEnded   = "ended"
+	evHint    = "hint"
+	evReset   = "reset"
+	evExtend  = "extended"
 )
 
 var (
@@ -51,6 +54,9 @@ func (s *Server) workshopRoutes(r *gin.Engine) {
 	in.POST("/open", s.workshopOpen)
 	in.POST("/inject", s.workshopInject)
 	in.POST("/message", s.workshopMessage)
+	in.POST("/hint", s.workshopHint)
+	in.POST("/reset", s.workshopReset)
+	in.POST("/extend", s.workshopExtend)
 	in.POST("/end", s.workshopEnd)
 	in.GET("/learners/:uid", s.workshopLearner)
 	in.GET("/learners/:uid/term/:node/ws", s.workshopWatchTerminal)
@@ -286,7 +292,9 @@ type workshopPageData struct {
 	Labs       []workshopLab
 	Instructor bool
 	// Faults are the kinds the instructor may add, by lab: the scenario's own.
-	Faults   map[string][]string
+	Faults map[string][]string
+	// HintNs are the hint numbers the reveal form offers: 1 to the most any lab has.
+	HintNs   []int
 	Timeline []timelineEntry
 	Current  *session.Lab
 }
@@ -329,6 +337,9 @@ func (s *Server) workshopPage(c *gin.Context) {
 		for _, id := range w.Labs {
 			if sc, err := s.scenario(id); err == nil {
 				d.Faults[id] = faultKinds(sc)
+				for n := len(d.HintNs) + 1; n <= len(sc.Hints); n++ {
+					d.HintNs = append(d.HintNs, n)
+				}
 			}
 		}
 	} else if s.labs != nil {
@@ -415,6 +426,9 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})
 		return
 	}
+	if err := s.giveRevealedHints(c.Request.Context(), w, l); err != nil {
+		s.log.Warn("workshop hints for a new lab", "workshop", w.ID, "lab", l.ID, "err", err)
+	}
 	s.live.changed(w.ID)
 	c.Redirect(http.StatusSeeOther, "/lab/"+l.ID)
 }
@@ -468,11 +482,22 @@ func (s *Server) workshopLabsOf(ctx context.Context, w *store.Workshop, learner 
 		if learner != 0 && m != learner {
 			continue
 		}
-		if l, ok := s.practiceLab(m); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+		if l := s.runningLabIn(w, m); l != nil {
 			out[m] = l
 		}
 	}
 	return out, nil
+}
+
+// runningLabIn is the member's running lab of the workshop, nil if none.
+func (s *Server) runningLabIn(w *store.Workshop, member int64) *session.Lab {
+	if s.labs == nil {
+		return nil
+	}
+	if l, ok := s.practiceLab(member); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+		return l
+	}
+	return nil
 }
 
 // workshopInject adds a fault of a kind the lab's scenario uses, with the learner's
@@ -588,6 +613,191 @@ func (s *Server) workshopEnd(c *gin.Context) {
 	}
 	if err := s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, Kind: evEnded}); err != nil {
 		s.fail(c, err)
+		return
+	}
+	s.backToWorkshop(c, w)
+}
+
+// hintRef names hint n of a scenario in the journal's secret part, which the
+// instructor reads and giveRevealedHints parses back.
+func hintRef(scenario string, n int) string { return fmt.Sprintf("%s#%d", scenario, n) }
+
+func parseHintRef(ref string) (scenario string, n int, ok bool) {
+	i := strings.LastIndexByte(ref, '#')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(ref[i+1:])
+	return ref[:i], n, err == nil && n > 0
+}
+
+// workshopHint reveals hint n of lab k to the whole cohort: it opens in every running
+// lab of it now and in each one started later. It costs the learners nothing, even
+// one who had paid for it: they did not choose it, and equal work scores the same.
+func (s *Server) workshopHint(c *gin.Context) {
+	w := workshopOf(c)
+	k, err := strconv.Atoi(c.PostForm("lab"))
+	if err != nil || k < 1 || k > len(w.Labs) {
+		s.fail(c, formError("lab", fmt.Sprintf("a lab from 1 to %d", len(w.Labs))))
+		return
+	}
+	sc, err := s.scenario(w.Labs[k-1])
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	n, err := strconv.Atoi(c.PostForm("n"))
+	if err != nil || n < 1 || n > len(sc.Hints) {
+		s.fail(c, formError("n", fmt.Sprintf("lab %d has hints 1 to %d", k, len(sc.Hints))))
+		return
+	}
+	if !s.requireLive(c, w) {
+		return
+	}
+	ctx := c.Request.Context()
+	labs, err := s.workshopLabsOf(ctx, w, 0)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	given := 0
+	for _, l := range labs {
+		if l.Variant.Scenario.ID == sc.ID && l.GiveHint(n-1) == nil {
+			given++
+		}
+	}
+	e := &store.WorkshopEvent{WorkshopID: w.ID, Kind: evHint, Public: fmt.Sprintf("%d. %s · #%d", k, sc.Title, n), Secret: hintRef(sc.ID, n)}
+	if err := s.journal(ctx, e); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if wantsJSON(c) {
+		c.JSON(http.StatusOK, gin.H{"given": given})
+		return
+	}
+	s.backToWorkshop(c, w)
+}
+
+// giveRevealedHints opens in a lab just started the hints the instructor revealed
+// before.
+func (s *Server) giveRevealedHints(ctx context.Context, w *store.Workshop, l *session.Lab) error {
+	evs, err := s.workshopDB().WorkshopEvents(ctx, w.ID, l.Learner)
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		if id, n, ok := parseHintRef(e.Secret); e.Kind == evHint && ok && id == l.Variant.Scenario.ID {
+			_ = l.GiveHint(n - 1)
+		}
+	}
+	return nil
+}
+
+// workshopReset ends one learner's running lab now, as a stop does: its faults
+// revert (through the injector's journal) and its environment goes. The learner
+// may start the lab again from the workshop page.
+func (s *Server) workshopReset(c *gin.Context) {
+	w := workshopOf(c)
+	learner, _ := strconv.ParseInt(c.PostForm("learner"), 10, 64)
+	if learner <= 0 {
+		s.fail(c, formError("learner", "one learner"))
+		return
+	}
+	if !s.requireLive(c, w) {
+		return
+	}
+	ctx := c.Request.Context()
+	labs, err := s.workshopLabsOf(ctx, w, learner)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	l := labs[learner]
+	if l == nil {
+		s.fail(c, httpError{http.StatusConflict, "ws.nolab", ""})
+		return
+	}
+	l.Stop()
+	select {
+	case <-l.Ended():
+	case <-ctx.Done():
+		return
+	}
+	if err := s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: learner, Kind: evReset, Secret: l.Variant.Scenario.ID}); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.backToWorkshop(c, w)
+}
+
+// workshopOfLab is the live workshop a learner's lab belongs to: one they joined,
+// not ended, with the lab's scenario among its labs; 0 if none.
+func (s *Server) workshopOfLab(ctx context.Context, l *session.Lab) int64 {
+	db := s.workshopDB()
+	if db == nil {
+		return 0
+	}
+	ws, err := db.WorkshopsOf(ctx, l.Learner)
+	if err != nil {
+		return 0
+	}
+	for _, w := range ws {
+		if w.InstructorID != l.Learner && !w.Ended() && containsStr(w.Labs, l.Variant.Scenario.ID) {
+			return w.ID
+		}
+	}
+	return 0
+}
+
+// workshopExtend gives one learner's running lab (learner 0: every running lab of
+// the workshop) more minutes. Each lab renews what ends it from outside before its
+// own end moves (session.Lab.Extend); one that cannot keeps its end and is named in
+// the answer.
+func (s *Server) workshopExtend(c *gin.Context) {
+	w := workshopOf(c)
+	most := int(session.MaxExtend / time.Minute)
+	minutes, err := strconv.Atoi(c.PostForm("minutes"))
+	if err != nil || minutes < 1 || minutes > most {
+		s.fail(c, formError("minutes", fmt.Sprintf("1 to %d", most)))
+		return
+	}
+	if !s.requireLive(c, w) {
+		return
+	}
+	ctx := c.Request.Context()
+	learner, _ := strconv.ParseInt(c.PostForm("learner"), 10, 64)
+	labs, err := s.workshopLabsOf(ctx, w, learner)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if len(labs) == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.err.norunning", ""})
+		return
+	}
+	var done int
+	var problems []string
+	for m, l := range labs {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		end, err := l.Extend(ectx, time.Duration(minutes)*time.Minute)
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("learner %d: %v", m, err))
+			continue
+		}
+		done++
+		e := &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: m, Kind: evExtend, Public: strconv.Itoa(minutes), Secret: end.UTC().Format("15:04:05 UTC")}
+		if err := s.journal(ctx, e); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	if done == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.err.extend", strings.Join(problems, "; ")})
+		return
+	}
+	if wantsJSON(c) {
+		c.JSON(http.StatusOK, gin.H{"extended": done, "problems": problems})
 		return
 	}
 	s.backToWorkshop(c, w)

@@ -245,6 +245,101 @@ func TestWorkshop(t *testing.T) {
 		t.Errorf("the instructor's timeline lacks the fault: %+v", d.Timeline)
 	}
 
+	// A hint revealed to all opens, free, in every running lab of it and in each
+	// one started later; the learner's live feed carries it to the lab page.
+	if _, err := l.Hint(1); err != nil { // a paid for hint 2 before
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		form url.Values
+		want int
+		body string
+	}{
+		{url.Values{"lab": {"3"}, "n": {"1"}}, http.StatusBadRequest, "lab: a lab from 1 to 2"},
+		{url.Values{"lab": {"1"}, "n": {"9"}}, http.StatusBadRequest, "n: lab 1 has hints 1 to 2"},
+		{url.Values{"lab": {"1"}, "n": {"2"}}, http.StatusOK, `"given":1`},
+	} {
+		if code, body, _ := e.postAs(e.inst, path, path+"/hint", tc.form, "application/json"); code != tc.want || !strings.Contains(body, tc.body) {
+			t.Errorf("hint %v: %d %s, want %d %q", tc.form, code, body, tc.want, tc.body)
+		}
+	}
+	if used, open := l.HintsUsed(), l.HintsOpen(); len(used) != 0 || len(open) != 1 || open[0] != 1 {
+		t.Errorf("after the reveal: used %v (paid), open %v", used, open)
+	}
+	var live learnerLive
+	if frames := e.wsAs(e.a, path+"/events/ws", nil); len(frames) == 0 || json.Unmarshal([]byte(frames[0]), &live) != nil || live.Lab == nil ||
+		live.Lab.ID != l.ID || len(live.Lab.Hints) != 1 || live.Lab.Hints[0].N != 2 || !strings.Contains(live.Lab.Hints[0].HTML, "丢包只出现在") {
+		t.Errorf("a's live feed: %+v", live)
+	}
+	if _, page, _ := e.do(e.a, "GET", labPath, nil); !strings.Contains(page, fmt.Sprintf(`data-workshop="%s"`, strings.TrimPrefix(path, "/workshops/"))) ||
+		!strings.Contains(page, "workshoplab.js") {
+		t.Error("a's lab page has no live workshop feed")
+	}
+
+	// Extending moves the lab's end; the learner's timeline says by how much.
+	before := l.Status().Expires
+	for _, tc := range []struct {
+		form url.Values
+		want int
+	}{
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "minutes": {"0"}}, http.StatusBadRequest},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "minutes": {"241"}}, http.StatusBadRequest},
+		{url.Values{"learner": {fmt.Sprint(e.ids[e.b])}, "minutes": {"15"}}, http.StatusConflict},
+		{url.Values{"learner": {"0"}, "minutes": {"15"}}, http.StatusOK},
+	} {
+		if code, body, _ := e.postAs(e.inst, path, path+"/extend", tc.form, "application/json"); code != tc.want {
+			t.Errorf("extend %v: %d, want %d (%s)", tc.form, code, tc.want, body)
+		}
+	}
+	if got := l.Status().Expires.Sub(before); got != 15*time.Minute {
+		t.Errorf("the lab's end moved by %s, want 15m", got)
+	}
+	if frames := e.wsAs(e.a, path+"/events/ws", nil); json.Unmarshal([]byte(frames[0]), &live) != nil || live.Lab == nil ||
+		!live.Lab.Expires.Equal(before.Add(15*time.Minute)) || !strings.Contains(frames[0], "讲师延长了实验时间（分钟）: 15") {
+		t.Errorf("a's live feed after the extension: %s", frames[0])
+	}
+	if frames := strings.Join(e.wsAs(e.b, path+"/events/ws", nil), ""); strings.Contains(frames, "延长") {
+		t.Errorf("b, without a lab, was told of an extension: %s", frames)
+	}
+
+	// Reset ends one learner's running lab cleanly; they start it again.
+	if code, _, _ := e.postAs(e.inst, path, path+"/reset", url.Values{"learner": {fmt.Sprint(e.ids[e.b])}}, "application/json"); code != http.StatusConflict {
+		t.Errorf("reset a learner without a lab: %d", code)
+	}
+	if code, _, _ := e.postAs(e.a, path, path+"/reset", url.Values{"learner": {fmt.Sprint(e.ids[e.a])}}, "application/json"); code != http.StatusNotFound {
+		t.Errorf("a learner reset a lab: %d", code)
+	}
+	reverts := e.host.reverts()
+	if code, body, _ := e.postAs(e.inst, path, path+"/reset", url.Values{"learner": {fmt.Sprint(e.ids[e.a])}}, "application/json"); code != http.StatusOK {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	select {
+	case <-l.Ended():
+	default:
+		t.Fatal("reset answered before the lab ended")
+	}
+	if got := e.host.reverts() - reverts; got != len(l.Injected()) {
+		t.Errorf("reset reverted %d faults of %d", got, len(l.Injected()))
+	}
+	for _, c := range []*http.Client{e.a, e.b} {
+		frames := strings.Join(e.wsAs(c, path+"/events/ws", nil), "")
+		if strings.Contains(frames, "讲师重置了你的实验") != (c == e.a) || !strings.Contains(frames, "讲师向所有人公开了提示") {
+			t.Errorf("learner %d's timeline after the reset: %s", e.ids[c], frames)
+		}
+	}
+	code, body, h = e.postAs(e.a, path, path+"/labs/1/start", url.Values{}, "")
+	if code != http.StatusSeeOther {
+		t.Fatalf("start again after the reset: %d\n%s", code, body)
+	}
+	l, _ = e.mgr.Current(e.ids[e.a])
+	if used, open := l.HintsUsed(), l.HintsOpen(); len(used) != 0 || len(open) != 1 || open[0] != 1 {
+		t.Errorf("the lab started after the reveal: used %v, open %v", used, open)
+	}
+	waitUp := time.Now().Add(10 * time.Second)
+	for !l.Status().Confirmed && time.Now().Before(waitUp) {
+		time.Sleep(10 * time.Millisecond)
+	}
+
 	// Ending stops every lab (its faults revert) and closes the workshop.
 	if code, _, _ := e.postAs(e.inst, path, path+"/end", url.Values{}, "application/json"); code != http.StatusOK {
 		t.Fatalf("end: %d", code)

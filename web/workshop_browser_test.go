@@ -12,6 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs/backend"
+	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server/store"
 )
@@ -20,10 +23,13 @@ import (
 // Chromium, three learners join (one in a second Chromium, two over HTTP) and start
 // the lab the instructor opens, the dashboard shows them live, an extra fault goes
 // into one learner's lab and that learner's terminal shows it (and the instructor's
-// read-only view of it), a message reaches the timelines, and ending the workshop
-// reverts every lab, leaving nothing on the host.
+// read-only view of it), a message and a revealed hint reach the lab page live, an
+// extension moves every lab's end (sandbox and fault deadlines first), one
+// learner's lab is reset and started again, and ending the workshop reverts every
+// lab, leaving nothing on the host.
 func TestBrowserWorkshop(t *testing.T) {
-	hs, mgr, st := labServer(t, func(c *session.Config) { c.NoStream = true })
+	var data string
+	hs, mgr, st := labServer(t, func(c *session.Config) { c.NoStream, data = true, c.DataDir })
 	ictx := browser(t, 8*time.Minute)
 	acceptDialogs(ictx)
 	lctx := browser(t, 8*time.Minute)
@@ -131,11 +137,58 @@ func TestBrowserWorkshop(t *testing.T) {
 	poll(ictx, t, "watched output", fmt.Sprintf(`document.querySelector('[data-terminal=%q] .xterm-rows').textContent.includes('rate-check-1')`, other))
 	screenshot(ictx, t, "workshop-watch")
 
+	// The message and a hint revealed to all reach the learner's lab page live; the
+	// hint opens in place and costs nothing.
 	must(ictx, t, "message", chromedp.Do(ictx,
 		chromedp.Navigate(hs.URL+wsPath),
 		chromedp.SendKeys(`input[name=text]`, "ten minutes left", chromedp.NodeVisible),
 		chromedp.Click(`#send-message`),
 	))
+	poll(lctx, t, "message on the lab page", `document.querySelector('#ws-news').textContent.includes('ten minutes left')`)
+	must(ictx, t, "reveal hint", chromedp.Do(ictx,
+		chromedp.SetValue(`#hint-form select[name=lab]`, "1"),
+		chromedp.SetValue(`#hint-form select[name=n]`, "1"),
+		chromedp.Click(`#reveal-hint`),
+	))
+	poll(lctx, t, "hint open on the lab page", `document.querySelector('form[data-hint="1"]') === null && document.querySelector('#hints .hint') !== null`)
+	if used, open := l.HintsUsed(), l.HintsOpen(); len(used) != 0 || len(open) != 1 {
+		t.Errorf("after the reveal: paid hints %v, open %v", used, open)
+	}
+	screenshot(lctx, t, "workshop-lab-news")
+
+	// Extending every lab moves the lab page's countdown, and what ends the lab from
+	// outside moved first: the sandbox's state file and the faults' journaled deadlines.
+	oldEnd := l.Status().Expires
+	must(ictx, t, "extend", chromedp.Do(ictx,
+		chromedp.SetValue(`#extend-form input[name=minutes]`, "20"),
+		chromedp.Click(`#extend-labs`),
+	))
+	poll(lctx, t, "countdown moved", fmt.Sprintf(`Date.parse(document.querySelector('.ttl').dataset.expires) >= %d`, oldEnd.Add(20*time.Minute).UnixMilli()))
+	newEnd := l.Status().Expires
+	if sb, err := netns.ReadState(data, labSandbox(l)); err != nil || sb.Expires.Before(newEnd.Add(-time.Second)) {
+		t.Errorf("sandbox state after the extension: %v, expires %v, want %s", err, sb, newEnd)
+	}
+	inj, err := backend.OpenInjector(injector.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults, err := inj.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine int // the lab's own fault and the instructor's extra one
+	for _, f := range faults {
+		if !strings.HasPrefix(f.Target.String(), labSandbox(l)+"/") {
+			continue
+		}
+		mine++
+		if f.Deadline.Before(oldEnd.Add(19 * time.Minute)) {
+			t.Errorf("fault %s (%s) still ends at %s after the extension", f.ID, f.Kind, f.Deadline)
+		}
+	}
+	if mine != 2 {
+		t.Errorf("%d faults journaled on the lab's sandbox, want 2:\n%+v", mine, faults)
+	}
 	must(lctx, t, "learner timeline", chromedp.Do(lctx, chromedp.Navigate(hs.URL+wsPath), chromedp.WaitVisible(`#timeline`)))
 	poll(lctx, t, "message reaches the learner", `document.querySelector('#timeline').textContent.includes('ten minutes left')`)
 	timeline, err := chromedp.Run(lctx, chromedp.Text(`#timeline`))
@@ -143,6 +196,24 @@ func TestBrowserWorkshop(t *testing.T) {
 	if strings.Contains(timeline, "nic-rate") || strings.Contains(timeline, "tc ") || !strings.Contains(timeline, "讲师调整了你的实验环境") {
 		t.Errorf("learner's timeline: %q", timeline)
 	}
+
+	// Resetting one learner's lab ends it cleanly (namespaces gone); they start again.
+	bob, err := st.UserByEmail(bg, "bob@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, ok := mgr.Current(bob.ID)
+	if !ok {
+		t.Fatal("no lab for bob")
+	}
+	sbB := labSandbox(lb)
+	must(ictx, t, "reset bob", chromedp.Do(ictx, chromedp.Click(fmt.Sprintf(`button[data-reset="%d"]`, bob.ID), chromedp.NodeVisible)))
+	waitEnded(t, lb)
+	if out, _ := exec.Command("ip", "netns", "list").Output(); sbB == "" || strings.Contains(string(out), "cl-"+sbB+"-") {
+		t.Errorf("bob's sandbox %q after the reset:\n%s", sbB, out)
+	}
+	poll(ictx, t, "bob's lab not started", fmt.Sprintf(`document.querySelector('#dashboard tr[data-learner="%d"] td[data-state]').dataset.state === 'notstarted'`, bob.ID))
+	postForm(t, others[0], hs.URL+wsPath, hs.URL+wsPath+"/labs/1/start", url.Values{})
 
 	// At 390 px the dashboard scrolls inside its box; the page itself does not.
 	must(ictx, t, "narrow", chromedp.Do(ictx, chromedp.EmulateViewport(390, 844), chromedp.WaitVisible(`#dashboard tbody tr[data-learner]`)))

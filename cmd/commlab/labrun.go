@@ -122,7 +122,7 @@ func runLab(ctx context.Context, g *globals, sc *scenarios.Scenario, seed uint64
 		}
 	}
 	fmt.Fprintf(out, "\n== 任务 / task (lab ends at %s)\n%s\n\nnodes: %s — type 'shell %s' to start.\n",
-		l.Expires.Format("15:04"), l.Variant.Task(), strings.Join(l.Status().Nodes, ", "), l.Status().Nodes[0])
+		l.Status().Expires.Format("15:04"), l.Variant.Task(), strings.Join(l.Status().Nodes, ", "), l.Status().Nodes[0])
 
 	br := bufio.NewReader(in)
 	for {

@@ -149,7 +149,10 @@ func (p Local) gpuNode(ctx context.Context, ne *netnsEnv, want int) (*gpuEnv, er
 // Faults lets labs apply and revert faults through the journaled injector.
 type Faults struct{ In *injector.Injector }
 
-var _ session.Faults = Faults{}
+var (
+	_ session.Faults  = Faults{}
+	_ session.Renewer = Faults{}
+)
 
 // Apply implements session.Faults.
 func (f Faults) Apply(ctx context.Context, t injector.Target, kind string, params map[string]string, ttl time.Duration) (string, string, error) {
@@ -166,6 +169,12 @@ func (f Faults) Apply(ctx context.Context, t injector.Target, kind string, param
 
 // Revert implements session.Faults.
 func (f Faults) Revert(ctx context.Context, id string) error { return f.In.Revert(ctx, id) }
+
+// Renew implements session.Renewer: the fault's deadline moves to now+ttl.
+func (f Faults) Renew(_ context.Context, id string, ttl time.Duration) error {
+	_, err := f.In.Renew(id, ttl)
+	return err
+}
 
 // ChangesLogin implements session.Faults.
 func (f Faults) ChangesLogin(kind string) bool { return f.In.ChangesLogin(kind) }

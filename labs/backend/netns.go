@@ -24,7 +24,10 @@ type netnsEnv struct {
 	exe string
 }
 
-var _ session.Env = (*netnsEnv)(nil)
+var (
+	_ session.Env     = (*netnsEnv)(nil)
+	_ session.Renewer = (*netnsEnv)(nil)
+)
 
 func (e *netnsEnv) ID() string      { return e.sb.ID() }
 func (e *netnsEnv) Nodes() []string { return e.sb.Topology().NodeNames() }
@@ -89,6 +92,12 @@ func (e *netnsEnv) Workload(ctx context.Context, w *scenarios.Workload, env []st
 }
 
 func (e *netnsEnv) Down(ctx context.Context) error { return e.sb.Down(ctx) }
+
+// Renew implements session.Renewer: the sandbox's expiry moves to now+ttl.
+func (e *netnsEnv) Renew(_ context.Context, _ string, ttl time.Duration) error {
+	_, err := e.sb.Renew(ttl)
+	return err
+}
 
 // sandboxStarter starts ranks with the sandbox's Exec: in the node's namespaces and
 // cgroup (so cpu-squeeze and mem-pressure reach them).

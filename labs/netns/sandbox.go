@@ -79,6 +79,8 @@ type Sandbox struct {
 	plan  *topology.Plan
 	state string // "", "up", "down"
 	done  chan struct{}
+	// renewed carries a new expiry to watch.
+	renewed chan time.Time
 }
 
 var _ labs.Environment = (*Sandbox)(nil)
@@ -126,7 +128,8 @@ func New(topo *topology.Topology, opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	opts.DataDir = abs
-	return &Sandbox{topo: topo, opts: opts, log: opts.Logger.With("sandbox", opts.ID), done: make(chan struct{})}, nil
+	return &Sandbox{topo: topo, opts: opts, log: opts.Logger.With("sandbox", opts.ID), done: make(chan struct{}),
+		renewed: make(chan time.Time, 1)}, nil
 }
 
 // Open attaches to an existing sandbox from its state file, e.g. to open a
@@ -346,13 +349,17 @@ func (s *Sandbox) watch(ctx context.Context, expires time.Time) {
 	t := time.NewTimer(time.Until(expires))
 	defer t.Stop()
 	why := ""
-	select {
-	case <-s.done:
-		return
-	case <-ctx.Done():
-		why = "context ended"
-	case <-t.C:
-		why = "TTL expired"
+	for why == "" {
+		select {
+		case <-s.done:
+			return
+		case <-ctx.Done():
+			why = "context ended"
+		case <-t.C:
+			why = "TTL expired"
+		case exp := <-s.renewed:
+			t.Reset(time.Until(exp))
+		}
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -360,6 +367,36 @@ func (s *Sandbox) watch(ctx context.Context, expires time.Time) {
 	if err := s.Down(dctx); err != nil {
 		s.log.Error("tear down sandbox", "why", why, "err", err)
 	}
+}
+
+// Renew moves the sandbox's expiry to now+ttl (a lab given more time). The state
+// file and the slot lease, which sweeps of every process read, say so before the
+// sandbox's own timer moves; on error the old expiry holds for the timer, and a
+// sweep honours the later one only while this process lives.
+func (s *Sandbox) Renew(ttl time.Duration) (time.Time, error) {
+	if ttl <= 0 || ttl > MaxTTL {
+		return time.Time{}, fmt.Errorf("sandbox %s: renew for %v: want more than 0 and at most %v", s.ID(), ttl, MaxTTL)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != "up" {
+		return time.Time{}, fmt.Errorf("sandbox %s: renew: %w", s.ID(), ErrNoSandbox)
+	}
+	st := *s.st
+	st.Expires = time.Now().UTC().Add(ttl)
+	if err := writeState(&st); err != nil {
+		return time.Time{}, fmt.Errorf("sandbox %s: renew: %w", s.ID(), err)
+	}
+	if err := rewriteSlot(st.Index, lease{ID: st.ID, Owner: st.Owner, Expires: st.Expires, State: statePath(st.DataDir, st.ID)}); err != nil {
+		return time.Time{}, fmt.Errorf("sandbox %s: renew the slot lease: %w", s.ID(), err)
+	}
+	s.st = &st
+	select { // only the latest expiry matters
+	case <-s.renewed:
+	default:
+	}
+	s.renewed <- st.Expires
+	return st.Expires, nil
 }
 
 // Down removes everything of the sandbox: its processes, namespaces (and with

@@ -255,6 +255,16 @@ func takeSlot(l lease) (int, error) {
 	return 0, fmt.Errorf("%w: all %d sandbox slots are taken", ErrBusy, topology.MaxSandboxes)
 }
 
+// rewriteSlot replaces the lease of a slot the caller holds (a renewed expiry),
+// atomically: a reader sees the old lease or the new one.
+func rewriteSlot(index int, l lease) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return writeFileSync(slotPath(index), b, 0o600)
+}
+
 // FreeSlots is how many more sandboxes this host can take now.
 func FreeSlots() int { return topology.MaxSandboxes - len(readSlots()) }
 

@@ -131,7 +131,6 @@ type Lab struct {
 	Learner int64
 	Variant *scenarios.Variant
 	Started time.Time
-	Expires time.Time
 
 	cfg    Config
 	ctx    context.Context
@@ -142,18 +141,24 @@ type Lab struct {
 	// streaming run.
 	wl sync.Mutex
 
-	mu        sync.Mutex
-	state     State
-	step      string
-	progress  [2]int
-	failure   string
-	env       Env
-	lost      bool
-	faults    []appliedFault
+	mu sync.Mutex
+	// expires is when the lab ends (Status tells it); Extend moves it, and the
+	// timer that cancels ctx then.
+	expires  time.Time
+	expiry   *time.Timer
+	state    State
+	step     string
+	progress [2]int
+	failure  string
+	env      Env
+	lost     bool
+	faults   []appliedFault
 	injected  []string
 	terminals map[string]*Terminal
 	samples   *Samples
 	hints     map[int]bool
+	// given are the hints an instructor revealed: open, and free.
+	given     map[int]bool
 	checks    int
 	lastCheck *grader.Result
 	revealed  bool
@@ -198,12 +203,13 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	}
 	now := time.Now()
 	l := &Lab{
-		ID: newID(), Learner: learner, Variant: v, Started: now, Expires: now.Add(cfg.TTL),
-		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{},
+		ID: newID(), Learner: learner, Variant: v, Started: now, expires: now.Add(cfg.TTL),
+		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{}, given: map[int]bool{},
 		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}), up: make(chan struct{}),
 	}
 	l.log = cfg.Log.With("lab", l.ID, "scenario", v.Scenario.ID, "learner", learner)
-	l.ctx, l.cancel = context.WithDeadline(context.WithoutCancel(parent), l.Expires)
+	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(parent))
+	l.expiry = time.AfterFunc(cfg.TTL, l.cancel)
 	go func() {
 		// The parent's end (server shutdown) ends the lab too, with a clean teardown.
 		select {
@@ -312,16 +318,14 @@ func (l *Lab) run() {
 
 	l.setStep(4, StepInject)
 	for _, f := range faults {
-		ttl := f.TTL
-		if ttl == 0 || ttl > time.Until(l.Expires) {
-			ttl = time.Until(l.Expires)
-		}
+		ttl, bound := l.faultTTL(f.TTL)
 		id, cmd, err := l.applyFault(ctx, env, f, ttl)
 		if err != nil {
 			l.fail(fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err))
 			return
 		}
 		l.mu.Lock()
+		id.bound = bound
 		l.faults = append(l.faults, id)
 		l.injected = append(l.injected, f.Node+": "+cmd)
 		l.mu.Unlock()
@@ -364,8 +368,12 @@ func (l *Lab) run() {
 	l.mu.Unlock()
 }
 
-// appliedFault is a fault in place: its node and the injector's id.
-type appliedFault struct{ node, id string }
+// appliedFault is a fault in place: its node and the injector's id; bound says its
+// deadline is the lab's end, so Extend renews it.
+type appliedFault struct {
+	node, id string
+	bound    bool
+}
 
 // applyFault applies f on env, through its nodes when they carry their own
 // injector (NodeFaults), else through this host's.
@@ -421,8 +429,21 @@ func (l *Lab) fail(err error) {
 	l.cancel()
 }
 
+// faultTTL is how long a fault with its own ttl (0: none) stays: the lab's time
+// left at most. bound says it ends with the lab, so Extend renews it.
+func (l *Lab) faultTTL(own time.Duration) (ttl time.Duration, bound bool) {
+	l.mu.Lock()
+	left := time.Until(l.expires)
+	l.mu.Unlock()
+	if own == 0 || own >= left {
+		return left, true
+	}
+	return own, false
+}
+
 // teardown reverts every fault and takes the environment down, whatever happened.
 func (l *Lab) teardown() {
+	l.expiry.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l.mu.Lock()
@@ -496,7 +517,7 @@ type Status struct {
 func (l *Lab) Status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.Expires, Lost: l.lost,
+	st := Status{State: l.state, Step: l.step, Failure: l.failure, Expires: l.expires, Lost: l.lost,
 		Progress: map[string]int{"done": l.progress[0], "total": l.progress[1]}}
 	for n := range l.terminals {
 		st.Nodes = append(st.Nodes, n)
@@ -544,13 +565,35 @@ func (l *Lab) Hint(i int) (scenarios.Hint, error) {
 	return scenarios.Hint{Text: l.Variant.Expand(hs[i].Text), Cost: hs[i].Cost}, nil
 }
 
-// HintsUsed lists the hints opened so far.
+// GiveHint opens hint i for free (an instructor revealed it to the cohort): it
+// costs nothing at grading, even if the learner had opened it before.
+func (l *Lab) GiveHint(i int) error {
+	if i < 0 || i >= len(l.Variant.Scenario.Hints) {
+		return fmt.Errorf("no hint %d", i+1)
+	}
+	l.mu.Lock()
+	l.given[i] = true
+	l.mu.Unlock()
+	return nil
+}
+
+// HintsUsed lists the hints the learner opened and pays for: those an instructor
+// gave are not among them.
 func (l *Lab) HintsUsed() []int {
+	return l.hintsWhere(func(i int) bool { return l.hints[i] && !l.given[i] })
+}
+
+// HintsOpen lists every hint the learner can read: opened or given.
+func (l *Lab) HintsOpen() []int {
+	return l.hintsWhere(func(i int) bool { return l.hints[i] || l.given[i] })
+}
+
+func (l *Lab) hintsWhere(ok func(i int) bool) []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []int
 	for i := range l.Variant.Scenario.Hints {
-		if l.hints[i] {
+		if ok(i) {
 			out = append(out, i)
 		}
 	}
@@ -603,10 +646,7 @@ func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
 	if !slices.Contains(env.Nodes(), f.Node) {
 		return "", fmt.Errorf("no node %q in this lab", f.Node)
 	}
-	ttl := time.Until(l.Expires)
-	if f.TTL > 0 && f.TTL < ttl {
-		ttl = f.TTL
-	}
+	ttl, bound := l.faultTTL(f.TTL)
 	id, cmd, err := l.applyFault(ctx, env, f, ttl)
 	if err != nil {
 		return "", fmt.Errorf("inject %s on %s: %w", f.Kind, f.Node, err)
@@ -620,6 +660,7 @@ func (l *Lab) Inject(ctx context.Context, f scenarios.Fault) (string, error) {
 		_ = l.revertFault(rctx, env, id)
 		return "", ErrNotRunning
 	}
+	id.bound = bound
 	l.faults = append(l.faults, id)
 	l.injected = append(l.injected, f.Node+": "+cmd)
 	l.samples.event(FaultEvent)
@@ -633,4 +674,64 @@ func (l *Lab) GiveUp() {
 	l.revealed = true
 	l.mu.Unlock()
 	l.Stop()
+}
+
+// Renewer is implemented by an Env and by Faults that can move their own expiry:
+// the sandbox's teardown timer, a fault's deadline (the injector's watchdog).
+type Renewer interface {
+	// Renew moves the expiry to now+ttl; on error the old one holds.
+	Renew(ctx context.Context, id string, ttl time.Duration) error
+}
+
+// ErrCannotExtend is returned when a lab's time cannot be extended.
+var ErrCannotExtend = errors.New("this lab's time cannot be extended")
+
+// MaxExtend bounds what one extension adds.
+const MaxExtend = 4 * time.Hour
+
+// Extend gives a running lab d more time (an instructor's extension) and returns its
+// new end. What ends the lab from outside it moves first, then the lab's own timer:
+// the faults bound to its end (the injector's watchdog), then its environment (its
+// teardown timer and the state sweeps read). A step that fails leaves the lab's own
+// end where it was, and its teardown there reverts every fault and takes the
+// environment down: a renewed deadline only ever outlives the lab as a backstop.
+func (l *Lab) Extend(ctx context.Context, d time.Duration) (time.Time, error) {
+	if d <= 0 || d > MaxExtend {
+		return time.Time{}, fmt.Errorf("extend by %s: want more than 0 and at most %s", d, MaxExtend)
+	}
+	l.mu.Lock()
+	env, state, end := l.env, l.state, l.expires.Add(d)
+	var ids []string
+	for _, f := range l.faults {
+		if f.bound {
+			ids = append(ids, f.id)
+		}
+	}
+	l.mu.Unlock()
+	if env == nil || (state != Ready && state != Grading) {
+		return time.Time{}, ErrNotRunning
+	}
+	envR, ok := env.(Renewer)
+	faultsR, ok2 := l.cfg.Faults.(Renewer)
+	if _, onNodes := env.(NodeFaults); !ok || (len(ids) > 0 && (!ok2 || onNodes)) {
+		return time.Time{}, ErrCannotExtend // faults applied through a node's agent are not renewed yet
+	}
+	ttl := time.Until(end)
+	for _, id := range ids {
+		if err := faultsR.Renew(ctx, id, ttl); err != nil {
+			return time.Time{}, fmt.Errorf("%w: fault %s: %w", ErrCannotExtend, id, err)
+		}
+	}
+	if err := envR.Renew(ctx, env.ID(), ttl); err != nil {
+		return time.Time{}, fmt.Errorf("%w: environment: %w", ErrCannotExtend, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return time.Time{}, ErrNotRunning
+	}
+	l.expires = end
+	l.expiry.Reset(time.Until(end))
+	l.log.Info("lab extended", "until", end)
+	return end, nil
 }

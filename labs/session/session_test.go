@@ -37,6 +37,7 @@ evidence:
 remediation: {measure: workload, min_ratio: 0.8}
 hints:
   - {text: h, cost: 0.1}
+  - {text: "h2 ${rate}", cost: 0.2}
 debrief: d
 `
 
@@ -64,6 +65,13 @@ type fakeHost struct {
 	// login makes every fault kind change the login environment; the host then
 	// also notes each shell opened.
 	login bool
+	// envRenewErr fails the environment's renew.
+	envRenewErr error
+}
+
+func (h *fakeHost) Renew(ctx context.Context, id string, ttl time.Duration) error {
+	h.note(fmt.Sprintf("renew %s %s", id, ttl.Round(time.Hour)))
+	return nil
 }
 
 func (h *fakeHost) note(s string) {
@@ -134,6 +142,11 @@ func (e fakeEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 		return 1, nil
 	}
 	return f(ctx, n)
+}
+
+func (e fakeEnv) Renew(ctx context.Context, id string, ttl time.Duration) error {
+	e.h.note(fmt.Sprintf("renew %s %s", id, ttl.Round(time.Hour)))
+	return e.h.envRenewErr
 }
 
 func (e fakeEnv) Down(ctx context.Context) error {
@@ -387,6 +400,122 @@ func TestChecksAndConfirmation(t *testing.T) {
 	l.GiveUp()
 	if !l.Revealed() {
 		t.Error("giving up did not reveal the debrief")
+	}
+}
+
+// TestGivenHints: a hint the instructor gave is open and costs nothing at grading,
+// even one the learner had opened (and would have paid for) before.
+func TestGivenHints(t *testing.T) {
+	tests := []struct {
+		name             string
+		opened, given    []int
+		wantUsed, wantOp []int
+		wantCost         float64
+	}{
+		{"learner only", []int{0}, nil, []int{0}, []int{0}, 0.1},
+		{"given only", nil, []int{1}, nil, []int{1}, 0},
+		{"opened then given", []int{0, 1}, []int{0}, []int{1}, []int{0, 1}, 0.2},
+		{"both given", []int{0}, []int{0, 1}, nil, []int{0, 1}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+			defer l.Stop()
+			waitFor(t, l, func(s Status) bool { return s.Confirmed })
+			for _, i := range tc.opened {
+				if _, err := l.Hint(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, i := range tc.given {
+				if err := l.GiveHint(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := l.HintsUsed(); !slices.Equal(got, tc.wantUsed) {
+				t.Errorf("used %v, want %v", got, tc.wantUsed)
+			}
+			if got := l.HintsOpen(); !slices.Equal(got, tc.wantOp) {
+				t.Errorf("open %v, want %v", got, tc.wantOp)
+			}
+			res, err := l.Grade(context.Background(), grader.Diagnosis{Class: "nic-rate-limited"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cost := 0.0
+			for _, c := range res.Criteria {
+				if c.Name == "hints" {
+					cost = -c.Earned
+				}
+			}
+			if diff := cost - tc.wantCost; diff > 1e-9 || diff < -1e-9 {
+				t.Errorf("hints cost %.2f, want %.2f", cost, tc.wantCost)
+			}
+		})
+	}
+	l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+	defer l.Stop()
+	if err := l.GiveHint(2); err == nil || err.Error() != "no hint 3" {
+		t.Errorf("GiveHint past the last: %v", err)
+	}
+}
+
+// TestExtend: an extension renews what ends the lab from outside (its faults, then
+// its environment) before the lab's own end moves; when a step fails, the lab keeps
+// its old end, and its teardown there reverts every fault.
+func TestExtend(t *testing.T) {
+	tests := []struct {
+		name    string
+		envErr  error
+		wantErr error
+		// wantLog is the host's log from the extension on.
+		wantLog []string
+	}{
+		{"renewed", nil, nil, []string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s"}},
+		{"environment refuses", errors.New("disk full"), ErrCannotExtend,
+			[]string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s", "revert f2", "revert f1", "down"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHost{workload: healthyThenFaulted, envRenewErr: tc.envErr}
+			l := startLab(t, h, 2*time.Second)
+			defer l.Stop()
+			old := waitFor(t, l, func(s Status) bool { return s.Confirmed }).Expires
+			from := len(h.events())
+			end, err := l.Extend(context.Background(), time.Hour)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("extend: %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == nil {
+				if got := l.Status().Expires; !got.Equal(end) || end.Sub(old) != time.Hour {
+					t.Errorf("expires %s (returned %s), want %s", got, end, old.Add(time.Hour))
+				}
+				time.Sleep(time.Until(old) + 300*time.Millisecond)
+				if !l.Running() {
+					t.Fatalf("the lab ended at its old end: %+v", l.Status())
+				}
+				l.Stop()
+			} else if got := l.Status().Expires; !got.Equal(old) {
+				t.Errorf("a failed extension moved the end to %s", got)
+			}
+			ended(t, l)
+			if tc.wantErr != nil && l.Status().State != Expired {
+				t.Errorf("state %s, want expired at the old end", l.Status().State)
+			}
+			if got := h.events()[from:]; !slices.Equal(got, tc.wantLog) && (tc.wantErr != nil || !slices.Equal(got[:3], tc.wantLog)) {
+				t.Errorf("host log %q, want %q", got, tc.wantLog)
+			}
+		})
+	}
+	l := startLab(t, &fakeHost{workload: healthyThenFaulted}, time.Minute)
+	waitFor(t, l, func(s Status) bool { return s.Confirmed })
+	if _, err := l.Extend(context.Background(), 5*time.Hour); err == nil {
+		t.Error("extended by more than MaxExtend")
+	}
+	l.Stop()
+	ended(t, l)
+	if _, err := l.Extend(context.Background(), time.Hour); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("extend a stopped lab: %v", err)
 	}
 }
 

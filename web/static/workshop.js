@@ -27,6 +27,29 @@
     }));
   };
 
+  // resetForm ends one learner's running lab; it posts like the other actions.
+  const resetForm = (learner) => {
+    const f = el("form", "inline");
+    f.method = "post";
+    f.action = `/workshops/${id}/reset`;
+    f.dataset.action = "";
+    const csrf = el("input");
+    csrf.type = "hidden";
+    csrf.name = "csrf_token";
+    csrf.value = document.querySelector("input[name=csrf_token]").value;
+    const who = el("input");
+    who.type = "hidden";
+    who.name = "learner";
+    who.value = String(learner);
+    const b = el("button", "secondary small", grid.dataset.reset);
+    b.type = "submit";
+    b.dataset.confirm = grid.dataset.resetConfirm;
+    b.dataset.reset = String(learner);
+    f.append(csrf, who, b);
+    f.addEventListener("submit", post);
+    return f;
+  };
+
   const grid = document.getElementById("dashboard");
   const dashboard = (d) => {
     const ds = grid.dataset;
@@ -57,6 +80,7 @@
       const cmds = el("td", "cmds");
       l.commands.forEach((c) => cmds.append(el("code", null, c)));
       tr.append(cmds);
+      if (l.running >= 0) name.append(" ", resetForm(l.id));
       return tr;
     });
     if (rows.length === 0) {
@@ -67,15 +91,16 @@
       rows.push(tr);
     }
     grid.tBodies[0].replaceChildren(...rows);
-    // The inject form offers every learner, keeping the one picked.
-    const who = document.getElementById("inject-learner");
-    const picked = who.value;
-    who.replaceChildren(who.options[0], ...d.learners.map((l) => {
-      const o = el("option", null, l.name);
-      o.value = String(l.id);
-      return o;
-    }));
-    who.value = [...who.options].some((o) => o.value === picked) ? picked : "0";
+    // The inject and extend forms offer every learner, keeping the one picked.
+    document.querySelectorAll("select[data-learners]").forEach((who) => {
+      const picked = who.value;
+      who.replaceChildren(who.options[0], ...d.learners.map((l) => {
+        const o = el("option", null, l.name);
+        o.value = String(l.id);
+        return o;
+      }));
+      who.value = [...who.options].some((o) => o.value === picked) ? picked : "0";
+    });
   };
 
   const learner = (d) => {
@@ -108,13 +133,15 @@
   };
   connect();
 
-  document.querySelectorAll("form[data-action]").forEach((f) => f.addEventListener("submit", async (e) => {
+  async function post(e) {
     e.preventDefault();
+    const f = e.currentTarget;
     const b = f.querySelector("button[data-confirm]");
     if (b && !confirm(b.dataset.confirm)) return;
     const r = await fetch(f.action, { method: "POST", body: new URLSearchParams(new FormData(f)), headers: { Accept: "application/json" } });
     const out = await r.json().catch(() => ({}));
     status.textContent = r.ok ? "" : out.error || String(r.status);
     if (r.ok && f.querySelector("input[name=text]")) f.reset();
-  }));
+  }
+  document.querySelectorAll("form[data-action]").forEach((f) => f.addEventListener("submit", post));
 })();

@@ -199,11 +199,11 @@ function drawEvents(u, events, label) {
 }
 
 // countdown shows the time left before the lab expires and warns in the last 5 minutes.
+// The end is read again each second: an instructor's extension moves it.
 function countdown(el) {
   if (!el) return;
-  const end = Date.parse(el.dataset.expires);
   const tick = () => {
-    const s = Math.max(0, Math.round((end - Date.now()) / 1000));
+    const s = Math.max(0, Math.round((Date.parse(el.dataset.expires) - Date.now()) / 1000));
     el.textContent = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
     el.classList.toggle("warn", s < 300);
     if (s > 0) setTimeout(tick, 1000);

@@ -144,15 +144,15 @@ type Lab struct {
 	mu sync.Mutex
 	// expires is when the lab ends (Status tells it); Extend moves it, and the
 	// timer that cancels ctx then.
-	expires  time.Time
-	expiry   *time.Timer
-	state    State
-	step     string
-	progress [2]int
-	failure  string
-	env      Env
-	lost     bool
-	faults   []appliedFault
+	expires   time.Time
+	expiry    *time.Timer
+	state     State
+	step      string
+	progress  [2]int
+	failure   string
+	env       Env
+	lost      bool
+	faults    []appliedFault
 	injected  []string
 	terminals map[string]*Terminal
 	samples   *Samples

@@ -23,6 +23,7 @@ func TestLabCh25PreflightOneBad(t *testing.T) {
 		for i, n := range EightNodes {
 			next := EightNodes[(i+1)%len(EightNodes)]
 			out := lr.Out(lr.Run(n, preflight(lr.Addr(next, "rdma0"))))
+			lr.T.Logf("check on %s:\n%s", n, out)
 			if strings.Contains(out, "FAIL") {
 				failed = append(failed, n)
 			} else if !strings.Contains(out, "PASS mtu=1500") || !strings.Contains(out, "PASS frame") {

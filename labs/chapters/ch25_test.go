@@ -41,17 +41,19 @@ func TestLabCh25PreflightOneBad(t *testing.T) {
 		peer := healthy[0]
 		fullSize := "ping -c 2 -i 0.2 -W 1 -M do -s 1472 "
 		link := lr.Expect(node, "ip link show dev rdma0", "mtu "+mtu+" ")
+		sysfs := lr.Expect(node, "cat /sys/class/net/rdma0/mtu", mtu)
 		fromNode := lr.Expect(node, fullSize+lr.Addr(peer, "rdma0"), "message too long, mtu="+mtu)
 		toNode := lr.Expect(peer, fullSize+lr.Addr(node, "rdma0"), " 0 received, 100% packet loss")
 		healthyLink := lr.Expect(peer, "ip link show dev rdma0", "mtu 1500 ")
+		healthySysfs := lr.Run(peer, "cat /sys/class/net/rdma0/mtu")
 		healthyPing := lr.Expect(peer, fullSize+lr.Addr(healthy[1], "rdma0"), " 0% packet loss")
 		defaultPing := lr.Expect(peer, "ping -c 2 -i 0.2 -W 1 "+lr.Addr(node, "rdma0"), " 0% packet loss")
 		// Output that looks like the evidence but was printed, not measured.
 		decoy := lr.Run(node, "echo 'rdma0: <BROADCAST,UP> mtu "+mtu+" qdisc' # ip link")
 		return Verdicts{
 			Right:      Answer{"mtu-mismatch", Loc{"node": node, "nic": "rdma0"}},
-			Counts:     []Ref{link, fromNode, toNode},
-			CountsNot:  []Ref{healthyLink, healthyPing, defaultPing, decoy},
+			Counts:     []Ref{link, sysfs, fromNode, toNode},
+			CountsNot:  []Ref{healthyLink, healthySysfs, healthyPing, defaultPing, decoy},
 			WrongAt:    []Loc{{"node": peer, "nic": "rdma0"}, {"node": node, "nic": "eth0"}},
 			WrongClass: []Answer{{Class: "nic-down"}},
 		}

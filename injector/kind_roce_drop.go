@@ -1,10 +1,7 @@
 package injector
 
 import (
-	"context"
 	"fmt"
-
-	"golang.org/x/sys/unix"
 )
 
 // roceV2Port is RoCEv2's UDP destination port; every RoCEv2 packet, request or
@@ -51,10 +48,4 @@ func (f *RoCEDrop) nics() []string { return []string{f.NIC} }
 // Command implements Fault.
 func (f *RoCEDrop) Command(t Target) []string {
 	return netdevCommands(t, f.NIC, f.Direction, fmt.Sprintf("udp dport %d ", roceV2Port), uint32(f.Percent))
-}
-
-// Apply implements Fault.
-func (f *RoCEDrop) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	match := matchL4(unix.IPPROTO_UDP, PortRange{roceV2Port, roceV2Port})
-	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, match, uint32(f.Percent))
 }

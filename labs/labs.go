@@ -41,6 +41,10 @@ var (
 	ErrNotUp = errors.New("environment is not up")
 	// ErrUnsupported marks something this backend or host cannot do.
 	ErrUnsupported = errors.New("not supported by this environment")
+	// ErrNeedsLinux is what every lab, fault and GPU entry point returns on a
+	// build for another OS, where the course, quizzes and content tools work but
+	// nothing that touches the host does.
+	ErrNeedsLinux = fmt.Errorf("labs need Linux: network namespaces, tc, nftables, cgroups (%w)", ErrUnsupported)
 )
 
 // ShellOptions configure a learner shell; the zero value gives a 24x80 login shell.

@@ -2,15 +2,12 @@ package injector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // mntnsDir holds the mount namespaces commlab keeps for nodes (shm-small).
@@ -50,18 +47,6 @@ func (f *ShmSmall) claims() []string { return []string{"shm"} }
 // Command implements Fault.
 func (f *ShmSmall) Command(Target) []string {
 	return []string{fmt.Sprintf("mount -t tmpfs -o size=%d,mode=1777,nosuid,nodev tmpfs /dev/shm", uint64(f.Size))}
-}
-
-// ShmNamespace returns the mount namespace file the workloads of node t must
-// enter (nsenter --mount=<file>) while a shm-small fault is active there, and
-// whether there is one.
-func ShmNamespace(t Target) (string, bool) {
-	p := filepath.Join(mntnsDir, t.netnsName())
-	var fs unix.Statfs_t
-	if err := unix.Statfs(p, &fs); err != nil || fs.Type != unix.NSFS_MAGIC {
-		return "", false
-	}
-	return p, true
 }
 
 // Apply implements Fault.
@@ -127,18 +112,4 @@ func shmSize(ctx context.Context, file string) (uint64, error) {
 type mntnsUndo struct {
 	File   string `json:"file"`
 	BootID string `json:"boot_id"`
-}
-
-// Revert implements Undo.
-func (u *mntnsUndo) Revert(ctx context.Context) error {
-	if filepath.Dir(u.File) != mntnsDir || validNetNS(filepath.Base(u.File)) != nil {
-		return fmt.Errorf("refusing to unmount %q: not a commlab mount namespace", u.File)
-	}
-	if err := unix.Unmount(u.File, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmount %s: %w", u.File, err)
-	}
-	if err := os.Remove(u.File); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", u.File, err)
-	}
-	return ctx.Err()
 }

@@ -43,20 +43,6 @@ func openNS(t Target) (netns.NsHandle, error) {
 	return ns, nil
 }
 
-// netlinkAt returns a netlink handle inside t's namespace.
-func netlinkAt(t Target) (*netlink.Handle, error) {
-	ns, err := openNS(t)
-	if err != nil {
-		return nil, err
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("netlink in %s: %w", t.netnsName(), err)
-	}
-	return h, nil
-}
-
 // linkNames lists the NICs of a namespace, loopback excluded.
 func linkNames(h *netlink.Handle) ([]string, error) {
 	links, err := h.LinkList()
@@ -88,27 +74,6 @@ func linkIn(h *netlink.Handle, t Target, nic string) (netlink.Link, error) {
 		return nil, invalid("node %s has no NIC %q (it has: %s)", t, nic, strings.Join(names, ", "))
 	}
 	return nil, fmt.Errorf("find %s in %s: %w", nic, t.netnsName(), err)
-}
-
-// checkNICs validates every nic against the link list of t's namespace.
-func checkNICs(t Target, nics []string) error {
-	if len(nics) == 0 {
-		return nil
-	}
-	h, err := netlinkAt(t)
-	if errors.Is(err, errGone) {
-		return invalid("node %s: namespace %s does not exist", t, t.netnsPath())
-	}
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	for _, n := range nics {
-		if _, err := linkIn(h, t, n); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // isGone reports whether err means the object is already absent.

@@ -1,0 +1,63 @@
+//go:build linux
+
+package injector
+
+import (
+	"context"
+	"fmt"
+	"github.com/vishvananda/netlink"
+	"time"
+)
+
+// applyNetem puts a netem qdisc at the root of nic (handle c2:); its undo is
+// nic-rate's, which puts the prior root qdisc back.
+func applyNetem(ctx context.Context, t Target, op *Op, nic string, attrs netlink.NetemQdiscAttrs) (Undo, error) {
+	if !Probe(ctx).Netem {
+		return nil, Features{}.Has(NeedNetem)
+	}
+	h, err := netlinkAt(t)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	l, err := linkIn(h, t, nic)
+	if err != nil {
+		return nil, err
+	}
+	prior, err := readPriorRoot(h, l)
+	if err != nil {
+		return nil, err
+	}
+	// netem replaces the lab's base tbf; its own rate keeps the link's speed.
+	if prior.Kind == "tbf" {
+		attrs.Rate64 = prior.Rate
+	}
+	u := &nicRateUndo{Target: t, NIC: nic, Index: l.Attrs().Index, Egress: true, TxQLen: l.Attrs().TxQLen, Prior: prior}
+	if err := op.Record(u); err != nil {
+		return nil, err
+	}
+	q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: ownQdisc}, attrs)
+	if err := h.QdiscReplace(q); err != nil {
+		return u, fmt.Errorf("add netem on %s: %w", nic, err)
+	}
+	got, err := rootQdisc(h, l)
+	if err != nil {
+		return u, err
+	}
+	if _, ok := got.(*netlink.Netem); !ok || got.Attrs().Handle != ownQdisc {
+		return u, fmt.Errorf("read back %s: root qdisc is %v, not commlab's netem", nic, got)
+	}
+	return u, ctx.Err()
+}
+
+// Apply implements Fault.
+func (f *Delay) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
+		Latency: uint32(time.Duration(f.Delay).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
+}
+
+// Apply implements Fault.
+func (f *Jitter) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
+	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
+		Latency: uint32(time.Duration(f.base()).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
+}

@@ -1,0 +1,167 @@
+//go:build linux
+
+package injector
+
+import (
+	"errors"
+	"fmt"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+func newTbf(linkIndex int, parent uint32, rate Rate, mtu int) *netlink.Tbf {
+	bps := rate.BytesPerSecond()
+	burst, limit := tbfSizing(bps, mtu)
+	return &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: linkIndex, Parent: parent, Handle: ownQdisc},
+		Rate:       bps, Limit: limit, Buffer: netlink.Xmittime(bps, burst),
+	}
+}
+
+// rootQdisc returns the root qdisc of a link, or nil.
+func rootQdisc(h *netlink.Handle, l netlink.Link) (netlink.Qdisc, error) {
+	qs, err := h.QdiscList(l)
+	if err != nil {
+		return nil, fmt.Errorf("list qdiscs on %s: %w", l.Attrs().Name, err)
+	}
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT {
+			return q, nil
+		}
+	}
+	return nil, nil
+}
+
+// restoreRoot replaces a fault's root qdisc on link index idx by the prior one
+// (or deletes it when the prior was the kernel's default). A root qdisc that is
+// not a fault's is left alone: the revert already happened.
+func restoreRoot(h *netlink.Handle, idx int, p priorRoot) error {
+	l, err := h.LinkByIndex(idx)
+	if isGone(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find link %d: %w", idx, err)
+	}
+	q, err := rootQdisc(h, l)
+	if err != nil || q == nil || q.Attrs().Handle != ownQdisc {
+		return err
+	}
+	name := l.Attrs().Name
+	switch p.Kind {
+	case "":
+		if err := h.QdiscDel(q); err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("delete root qdisc c2: on %s: %w", name, err)
+		}
+	case "tbf":
+		t := &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: p.Handle},
+			Rate: p.Rate, Limit: p.Limit, Buffer: p.Buffer, Peakrate: p.Peakrate, Minburst: p.Minburst}
+		if err := h.QdiscReplace(t); err != nil {
+			return fmt.Errorf("put back tbf %s on %s: %w", netlink.HandleStr(p.Handle), name, err)
+		}
+	default:
+		return fmt.Errorf("journaled prior qdisc %q on %s: commlab cannot restore it", p.Kind, name)
+	}
+	return nil
+}
+
+// hasClsact reports whether link idx has a clsact or ingress qdisc (ffff:).
+func hasClsact(h *netlink.Handle, l netlink.Link) (bool, error) {
+	qs, err := h.QdiscList(l)
+	if err != nil {
+		return false, fmt.Errorf("list qdiscs on %s: %w", l.Attrs().Name, err)
+	}
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_INGRESS || q.Attrs().Handle == clsactHdl {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// addIngressRedirect sends everything arriving at link idx to ifb (u32 match-all
+// with priority c1, mirred egress redirect); it adds clsact if missing.
+func addIngressRedirect(h *netlink.Handle, idx, ifbIdx int) error {
+	l, err := h.LinkByIndex(idx)
+	if err != nil {
+		return err
+	}
+	if ok, err := hasClsact(h, l); err != nil {
+		return err
+	} else if !ok {
+		q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
+		if err := h.QdiscAdd(q); err != nil {
+			return fmt.Errorf("add clsact on %s: %w", l.Attrs().Name, err)
+		}
+	}
+	if err := h.FilterAdd(ingressRedirect(idx, ifbIdx)); err != nil {
+		return fmt.Errorf("add ingress redirect filter on %s: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// ingressRedirect is the fault's filter on link idx's ingress: u32 match-all with
+// the fault priority, all protocols, mirred egress redirect to ifbIdx.
+func ingressRedirect(idx, ifbIdx int) *netlink.U32 {
+	return &netlink.U32{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: clsactIn, Priority: ownPrio, Protocol: unix.ETH_P_ALL},
+		Sel:         &netlink.TcU32Sel{Flags: nl_TC_U32_TERMINAL, Nkeys: 1, Keys: []netlink.TcU32Key{{Mask: 0, Val: 0}}},
+		Actions:     []netlink.Action{netlink.NewMirredAction(ifbIdx)},
+	}
+}
+
+// delIngressRedirect removes commlab's priority-c1 ingress filters from link idx,
+// and the clsact qdisc too when commlab added it and no other filter is left.
+func delIngressRedirect(h *netlink.Handle, idx int, ownClsact bool) error {
+	l, err := h.LinkByIndex(idx)
+	if isGone(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find link %d: %w", idx, err)
+	}
+	fs, err := h.FilterList(l, clsactIn)
+	if err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("list ingress filters on %s: %w", l.Attrs().Name, err)
+	}
+	others := 0
+	for _, f := range fs {
+		if f.Attrs().Priority != ownPrio {
+			others++
+			continue
+		}
+		if err := h.FilterDel(f); err != nil && !isGone(err) {
+			return fmt.Errorf("delete ingress filter on %s: %w", l.Attrs().Name, err)
+		}
+	}
+	if !ownClsact || others > 0 {
+		return nil
+	}
+	q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
+	if err := h.QdiscDel(q); err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("delete clsact on %s: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// readPriorRoot reads what a fault's root qdisc will replace on l; it refuses a
+// root qdisc it could not put back, and one that already is a fault's.
+func readPriorRoot(h *netlink.Handle, l netlink.Link) (priorRoot, error) {
+	q, err := rootQdisc(h, l)
+	if err != nil || q == nil || q.Attrs().Handle>>16 == 0 {
+		return priorRoot{}, err
+	}
+	name := l.Attrs().Name
+	if q.Attrs().Handle == ownQdisc {
+		return priorRoot{}, fmt.Errorf("%w: %s already has a fault's root qdisc %s %s", ErrConflict, name, q.Type(), netlink.HandleStr(q.Attrs().Handle))
+	}
+	tbf, ok := q.(*netlink.Tbf)
+	if !ok {
+		return priorRoot{}, fmt.Errorf("%w: %s has a root qdisc %s %s that commlab cannot put back; refusing to replace it",
+			ErrConflict, name, q.Type(), netlink.HandleStr(q.Attrs().Handle))
+	}
+	return priorRoot{Kind: "tbf", Handle: tbf.Handle, Rate: tbf.Rate, Limit: tbf.Limit, Buffer: tbf.Buffer, Peakrate: tbf.Peakrate, Minburst: tbf.Minburst}, nil
+}
+
+// delOwnRoot deletes the root qdisc of link index idx if it is a fault's.
+func delOwnRoot(h *netlink.Handle, idx int) error { return restoreRoot(h, idx, priorRoot{}) }

@@ -1,5 +1,3 @@
-//go:build linux
-
 // Package netns is the default lab backend: a virtual GPU cluster built from
 // Linux network namespaces on one host, one sandbox per lab session.
 //

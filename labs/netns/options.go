@@ -1,12 +1,56 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/commlab/commlab/labs/cgroup"
 )
+
+// Errors of this backend; test them with errors.Is.
+var (
+	// ErrNoSandbox marks a sandbox id with no state file.
+	ErrNoSandbox = errors.New("no such sandbox")
+	// ErrBusy marks a host that cannot take another sandbox now.
+	ErrBusy = errors.New("no room for another sandbox")
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultTTL            = 2 * time.Hour
+	DefaultPids           = 2048
+	DefaultMemory         = 2 << 30
+	DefaultHomeSize       = 64 << 20
+	DefaultLearnerUIDBase = 2_000_000_000
+)
+
+// Options configure a sandbox; the zero value works (with a data directory).
+type Options struct {
+	// DataDir holds the state files (<DataDir>/sandboxes/<id>.json). Required.
+	DataDir string
+	// ID names the sandbox (1-12 of [a-z0-9]); empty picks a random one.
+	ID string
+	// TTL bounds the sandbox's life; 0 means DefaultTTL.
+	TTL time.Duration
+	// Limits bound the sandbox's processes; zero fields take DefaultPids,
+	// DefaultMemory and 3/4 of the host's CPUs.
+	Limits cgroup.Limits
+	// LearnerUIDBase: learner shells run as uid (and gid) LearnerUIDBase+index,
+	// one uid per sandbox, so sandboxes cannot touch each other's processes
+	// or files. No passwd entry is needed. 0 means DefaultLearnerUIDBase.
+	LearnerUIDBase uint32
+	// HomeSize bounds the learner's /home and /tmp (one tmpfs per sandbox);
+	// 0 means DefaultHomeSize.
+	HomeSize int64
+	// Detached records no owner process: the sandbox outlives this process
+	// and goes only with Down, its TTL, or a sweep after the TTL.
+	Detached bool
+	// Logger receives debug and teardown messages; nil means slog.Default().
+	Logger *slog.Logger
+}
 
 // Bounds of Options: a zero field takes its default, anything else must lie
 // within these (a negative or absurd value is an error, never a silent default).
@@ -46,11 +90,20 @@ func (o Options) check() error {
 	return nil
 }
 
-// hostRAM is the host's memory in bytes, 0 if unknown.
-func hostRAM() int64 {
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) != nil {
-		return 0
-	}
-	return int64(si.Totalram) * int64(si.Unit)
+// SweepOptions narrow a sweep.
+type SweepOptions struct {
+	// Match, if set, limits the sweep to the sandbox ids it accepts (tests use
+	// it so as to leave other sandboxes on the host alone).
+	Match func(id string) bool
+	// Logger receives one line per removed sandbox; nil means slog.Default().
+	Logger *slog.Logger
+	// UnrecordedGrace spares commlab-named objects that no state file or slot
+	// lease claims while they are younger than this: Up records a sandbox
+	// before creating anything, so such objects come from other tools (or
+	// tests) building namespaces by hand, possibly right now. Zero means
+	// DefaultUnrecordedGrace; negative means no grace.
+	UnrecordedGrace time.Duration
 }
+
+// DefaultUnrecordedGrace is how long Sweep leaves unclaimed objects alone.
+const DefaultUnrecordedGrace = 10 * time.Minute

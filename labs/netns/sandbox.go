@@ -18,48 +18,6 @@ import (
 	"github.com/commlab/commlab/labs/topology"
 )
 
-// Errors of this backend; test them with errors.Is.
-var (
-	// ErrNoSandbox marks a sandbox id with no state file.
-	ErrNoSandbox = errors.New("no such sandbox")
-	// ErrBusy marks a host that cannot take another sandbox now.
-	ErrBusy = errors.New("no room for another sandbox")
-)
-
-// Defaults for Options' zero values.
-const (
-	DefaultTTL            = 2 * time.Hour
-	DefaultPids           = 2048
-	DefaultMemory         = 2 << 30
-	DefaultHomeSize       = 64 << 20
-	DefaultLearnerUIDBase = 2_000_000_000
-)
-
-// Options configure a sandbox; the zero value works (with a data directory).
-type Options struct {
-	// DataDir holds the state files (<DataDir>/sandboxes/<id>.json). Required.
-	DataDir string
-	// ID names the sandbox (1-12 of [a-z0-9]); empty picks a random one.
-	ID string
-	// TTL bounds the sandbox's life; 0 means DefaultTTL.
-	TTL time.Duration
-	// Limits bound the sandbox's processes; zero fields take DefaultPids,
-	// DefaultMemory and 3/4 of the host's CPUs.
-	Limits cgroup.Limits
-	// LearnerUIDBase: learner shells run as uid (and gid) LearnerUIDBase+index,
-	// one uid per sandbox, so sandboxes cannot touch each other's processes
-	// or files. No passwd entry is needed. 0 means DefaultLearnerUIDBase.
-	LearnerUIDBase uint32
-	// HomeSize bounds the learner's /home and /tmp (one tmpfs per sandbox);
-	// 0 means DefaultHomeSize.
-	HomeSize int64
-	// Detached records no owner process: the sandbox outlives this process
-	// and goes only with Down, its TTL, or a sweep after the TTL.
-	Detached bool
-	// Logger receives debug and teardown messages; nil means slog.Default().
-	Logger *slog.Logger
-}
-
 // Sandbox is one lab cluster built from network namespaces: a namespace per
 // node (cl-<id>-<node>) whose NICs are veth pairs into a fabric namespace
 // (cl-<id>-fab) holding one Linux bridge per switch, shaped with tbf on both

@@ -19,24 +19,6 @@ import (
 	"github.com/commlab/commlab/labs/cgroup"
 )
 
-// SweepOptions narrow a sweep.
-type SweepOptions struct {
-	// Match, if set, limits the sweep to the sandbox ids it accepts (tests use
-	// it so as to leave other sandboxes on the host alone).
-	Match func(id string) bool
-	// Logger receives one line per removed sandbox; nil means slog.Default().
-	Logger *slog.Logger
-	// UnrecordedGrace spares commlab-named objects that no state file or slot
-	// lease claims while they are younger than this: Up records a sandbox
-	// before creating anything, so such objects come from other tools (or
-	// tests) building namespaces by hand, possibly right now. Zero means
-	// DefaultUnrecordedGrace; negative means no grace.
-	UnrecordedGrace time.Duration
-}
-
-// DefaultUnrecordedGrace is how long Sweep leaves unclaimed objects alone.
-const DefaultUnrecordedGrace = 10 * time.Minute
-
 // Sweep removes every sandbox on this host whose owner process is gone or
 // whose TTL has passed, and every commlab object no sandbox records at all
 // (once older than DefaultUnrecordedGrace):

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -162,4 +163,15 @@ func (inv *Inventory) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(inv)
+}
+
+// ErrNoDriver says NVML could not be used: libnvidia-ml.so.1 is missing or
+// the NVIDIA driver is not loaded. GPU labs need a GPU node.
+var ErrNoDriver = errors.New("no NVIDIA driver")
+
+// SnapshotOptions choose the optional, slower readings.
+type SnapshotOptions struct {
+	// Throughput reads the PCIe throughput counters; NVML samples them over
+	// 20 ms per direction, so they dominate the cost of a reading.
+	Throughput bool
 }

@@ -1,8 +1,9 @@
+//go:build linux && cgo
+
 package gpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,10 +12,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
-
-// ErrNoDriver says NVML could not be used: libnvidia-ml.so.1 is missing or
-// the NVIDIA driver is not loaded. GPU labs need a GPU node.
-var ErrNoDriver = errors.New("no NVIDIA driver")
 
 // nvmlLib is the part of go-nvml's library that commlab calls. Declared here
 // so the collector can run on go-nvml's mock servers in tests.
@@ -139,13 +136,6 @@ func nvmlErr(r nvml.Return) string {
 	// go-nvml's String falls back to the constant's name when the library
 	// is absent; with it, it is NVML's own sentence.
 	return r.Error()
-}
-
-// SnapshotOptions choose the optional, slower readings.
-type SnapshotOptions struct {
-	// Throughput reads the PCIe throughput counters; NVML samples them over
-	// 20 ms per direction, so they dominate the cost of a reading.
-	Throughput bool
 }
 
 // Snapshot reads every GPU and every NIC once. A reading NVML refuses for a

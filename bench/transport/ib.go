@@ -129,11 +129,7 @@ func udpDial(ctx context.Context, local, remote netip.AddrPort) (*net.UDPConn, e
 				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
 					return
 				}
-				for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
-					if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], 8<<20) != nil {
-						unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], 8<<20)
-					}
-				}
+				raiseSockBufs(int(fd))
 			})
 			if err != nil {
 				return err

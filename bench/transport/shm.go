@@ -55,7 +55,7 @@ func dialSHM(ctx context.Context, c net.Conn, h header, dir string, dst int) (Co
 		return nil, fmt.Errorf("%w: create %s: %v", ErrShm, path, err)
 	}
 	defer f.Close()
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
+	if err := allocate(int(f.Fd()), int64(size)); err != nil {
 		os.Remove(path)
 		errno, _ := err.(unix.Errno)
 		return nil, ncclmsg.ShmExtend.Warning(fmt.Errorf("%w: %v", ErrShm, err), path, size, ncclmsg.Strerror(errno), int(errno))

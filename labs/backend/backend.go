@@ -9,9 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,6 +34,9 @@ var _ session.Provider = Local{}
 
 // Check implements session.Provider.
 func (p Local) Check(env scenarios.Environment) error {
+	if err := hostCheck(); err != nil {
+		return err
+	}
 	switch env.Kind {
 	case "", "netns":
 		if _, err := topology.Load(env.Topology); err != nil {
@@ -77,74 +77,6 @@ type needsGPUNode struct{ reason error }
 func (e needsGPUNode) Error() string        { return e.reason.Error() }
 func (e needsGPUNode) Unwrap() error        { return e.reason }
 func (e needsGPUNode) Is(target error) bool { return target == ErrNeedsGPUNode }
-
-// Up implements session.Provider.
-func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
-	if err := p.Check(env); err != nil {
-		return nil, err
-	}
-	t, err := topology.Load(env.Topology)
-	if err != nil {
-		return nil, err
-	}
-	opts := netns.Options{DataDir: p.DataDir, TTL: ttl, Logger: p.Log}
-	if env.Kind == "gpu" {
-		// A PyTorch process with a CUDA context takes 1-2 GiB of host memory, and the
-		// learner's copies run beside the lab's own workload.
-		opts.Limits.Memory = gpuLabMemory
-	}
-	sb, err := netns.New(t, opts)
-	if err != nil {
-		return nil, err
-	}
-	if env.Kind == "gpu" {
-		progress(fmt.Sprintf("GPU node %s (this host's GPUs, its own network namespace and cgroup)", sb.ID()))
-	} else {
-		progress(fmt.Sprintf("virtual cluster %s (%s, %d nodes)", sb.ID(), t.Name, len(t.Nodes)))
-	}
-	if err := sb.Up(ctx); err != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		_ = sb.Down(dctx)
-		return nil, err
-	}
-	ne := &netnsEnv{sb: sb, exe: p.Exe}
-	if env.Kind != "gpu" {
-		return ne, nil
-	}
-	ge, err := p.gpuNode(ctx, ne, env.GPUs)
-	if err != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		_ = sb.Down(dctx)
-		return nil, err
-	}
-	return ge, nil
-}
-
-// gpuNode makes the sandbox a GPU node with the host's first want GPUs, and checks
-// that CUDA starts there as the learner will use it.
-func (p Local) gpuNode(ctx context.Context, ne *netnsEnv, want int) (*gpuEnv, error) {
-	if want < 1 {
-		want = 1
-	}
-	lab, err := gpu.ForLab(want)
-	if err != nil {
-		return nil, needsGPUNode{err}
-	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		python = "/usr/bin/python3" // the check then says that PyTorch is missing
-	}
-	if python, err = filepath.Abs(python); err != nil {
-		return nil, err
-	}
-	ge := &gpuEnv{netnsEnv: ne, python: python, inherited: gpuLabEnv(os.Environ(), lab)}
-	if err := probeGPU(ctx, ne.sb, ne.Nodes()[0], ge.learnerPath(), python, ge.inherited, want); err != nil {
-		return nil, err
-	}
-	return ge, nil
-}
 
 // Faults lets labs apply and revert faults through the journaled injector.
 type Faults struct{ In *injector.Injector }

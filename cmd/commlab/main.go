@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/server/store"
 )
 
@@ -28,6 +30,9 @@ func main() {
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "commlab:", err)
+		if errors.Is(err, labs.ErrNeedsLinux) {
+			os.Exit(2) // this build cannot do it at all, unlike a failed attempt
+		}
 		os.Exit(1)
 	}
 }

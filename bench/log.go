@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/commlab/commlab/bench/ncclmsg"
 )
@@ -64,7 +63,7 @@ func (l *ncclLog) Close() {
 
 // prefix is what NCCL prints before the level's part: "host:pid:tid".
 func (l *ncclLog) prefix() string {
-	return fmt.Sprintf("%s:%d:%d", l.host, l.pid, syscall.Gettid())
+	return fmt.Sprintf("%s:%d:%d", l.host, l.pid, gettid())
 }
 
 // Info prints when NCCL_DEBUG=INFO and one of subs ("INIT|NET") is enabled;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/server/store"
 	"github.com/commlab/commlab/web"
 )
@@ -20,6 +21,15 @@ type httpError struct {
 }
 
 func (e httpError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.key, e.detail) }
+
+// message is what the learner reads, in lang.
+func (e httpError) message(lang string) string {
+	msg := web.T(lang, e.key)
+	if strings.Contains(msg, "%") {
+		msg = fmt.Sprintf(msg, e.detail)
+	}
+	return msg
+}
 
 var (
 	errNotFound   = httpError{http.StatusNotFound, "err.notfound", "no such page"}
@@ -35,15 +45,14 @@ func (s *Server) fail(c *gin.Context, err error) {
 	case errors.As(err, &he):
 	case errors.Is(err, store.ErrNotFound):
 		he = errNotFound
+	case errors.Is(err, labs.ErrNeedsLinux):
+		he = httpError{http.StatusServiceUnavailable, "err.needslinux", err.Error()}
 	default:
 		s.log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 		he = httpError{http.StatusInternalServerError, "err.internal", ""}
 	}
 	lang := langOf(c)
-	msg := web.T(lang, he.key)
-	if strings.Contains(msg, "%") {
-		msg = fmt.Sprintf(msg, he.detail)
-	}
+	msg := he.message(lang)
 	if wantsJSON(c) {
 		c.AbortWithStatusJSON(he.status, gin.H{"error": msg})
 		return

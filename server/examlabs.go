@@ -167,7 +167,7 @@ func (s *Server) attemptLabStart(c *gin.Context) {
 		return
 	}
 	if s.labs == nil {
-		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
+		s.fail(c, s.labsOffError())
 		return
 	}
 	v, err := t.Variant(s.cats)

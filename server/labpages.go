@@ -19,6 +19,7 @@ import (
 
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
@@ -98,7 +99,7 @@ func (s *Server) labIntro(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	d := labIntroData{Scenario: sc, Off: s.labsOff, Minutes: int(session.DefaultTTL / time.Minute), Remediate: sc.Remediation != nil}
+	d := labIntroData{Scenario: sc, Minutes: int(session.DefaultTTL / time.Minute), Remediate: sc.Remediation != nil}
 	if ch, ok := s.lib.Course().Chapter(sc.Chapter); ok {
 		d.Chapter = ch.Title
 	}
@@ -112,9 +113,13 @@ func (s *Server) labIntro(c *gin.Context) {
 		}
 		d.NICs, d.NICList = len(nics), strings.Join(nics, ", ")
 	}
-	if s.labs != nil {
+	if s.labs == nil {
+		d.Off = s.labsOffError().message(langOf(c))
+	} else {
 		if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
 			d.Cannot = web.T(langOf(c), "sec.hostfull")
+		} else if errors.Is(err, labs.ErrNeedsLinux) {
+			d.Cannot = web.T(langOf(c), "err.needslinux")
 		} else if err != nil {
 			d.Cannot = err.Error()
 		}
@@ -128,16 +133,31 @@ func (s *Server) labIntro(c *gin.Context) {
 	s.renderPage(c, http.StatusOK, "labintro", sc.Title, d)
 }
 
+// labsOffError says why this server runs no labs.
+func (s *Server) labsOffError() httpError {
+	if errors.Is(s.labsOff, labs.ErrNeedsLinux) {
+		return httpError{http.StatusServiceUnavailable, "err.needslinux", s.labsOff.Error()}
+	}
+	why := ""
+	if s.labsOff != nil {
+		why = s.labsOff.Error()
+	}
+	return httpError{errLabsOff.status, errLabsOff.key, why}
+}
+
 // admit refuses, with a learner's message, a lab this server cannot start now (labs
 // off, the host full, a feature missing), and otherwise draws the learner's next
 // variant of it.
 func (s *Server) admit(c *gin.Context, sc *scenarios.Scenario) (*scenarios.Variant, bool) {
 	if s.labs == nil {
-		s.fail(c, httpError{errLabsOff.status, errLabsOff.key, s.labsOff})
+		s.fail(c, s.labsOffError())
 		return nil, false
 	}
 	if err := s.labs.Check(sc); errors.Is(err, netns.ErrBusy) {
 		s.fail(c, httpError{http.StatusServiceUnavailable, "sec.hostfull", err.Error()})
+		return nil, false
+	} else if errors.Is(err, labs.ErrNeedsLinux) {
+		s.fail(c, httpError{http.StatusServiceUnavailable, "err.needslinux", err.Error()})
 		return nil, false
 	} else if err != nil {
 		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})

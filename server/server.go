@@ -68,8 +68,8 @@ type Deps struct {
 	// Scenarios and Labs serve the labs; nil Labs means labs are off (pages say why).
 	Scenarios *scenarios.Catalog
 	Labs      Labs
-	// LabsOff, when Labs is nil, says why (e.g. "labs need root").
-	LabsOff string
+	// LabsOff, when Labs is nil, says why (e.g. "labs need root", labs.ErrNeedsLinux).
+	LabsOff error
 	Log     *slog.Logger
 	// CertKey signs certificates; nil turns certificates and exams off.
 	CertKey ed25519.PrivateKey
@@ -95,7 +95,7 @@ type Server struct {
 	store   store.Store
 	cats    *scenarios.Catalog
 	labs    Labs
-	labsOff string
+	labsOff error
 	terms   *termCounter
 	csrf    *auth.CSRF
 	secret  []byte // keys variant seeds

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/backend"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/session"
@@ -93,7 +96,7 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 				return err
 			}
 			var labs *session.Manager
-			var off string
+			var off error
 			if cluster != nil {
 				if labs, err = slurm.Labs(ctx, cluster, g.dataDir, log); err != nil {
 					return err
@@ -128,19 +131,23 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 
 // startLabs sweeps what a crashed run left behind, starts the fault watchdog and
 // returns the lab manager; without root it returns why labs are off instead.
-func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logger) (*session.Manager, string) {
+func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logger) (*session.Manager, error) {
+	if runtime.GOOS != "linux" {
+		log.Warn("labs are off", "why", labs.ErrNeedsLinux)
+		return nil, labs.ErrNeedsLinux
+	}
 	if os.Geteuid() != 0 {
-		why := "labs create network namespaces, nftables tables and cgroups, so commlab must run as root (sudo make run)"
+		why := errors.New("labs create network namespaces, nftables tables and cgroups, so commlab must run as root (sudo make run)")
 		log.Warn("labs are off", "why", why)
 		return nil, why
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Sprintf("find the commlab binary: %v", err)
+		return nil, fmt.Errorf("find the commlab binary: %w", err)
 	}
 	inj, err := backend.OpenInjector(injector.Options{DataDir: dataDir, Logger: log, AllowHardware: allowHW})
 	if err != nil {
-		return nil, err.Error()
+		return nil, err
 	}
 	if ids, err := inj.Sweep(ctx); err != nil {
 		log.Warn("revert faults left by an earlier run", "err", err)
@@ -158,7 +165,7 @@ func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logg
 		Faults:   backend.Faults{In: inj},
 		DataDir:  dataDir,
 		Log:      log,
-	}), ""
+	}), nil
 }
 
 func displayAddr(a net.Addr) string {

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 

@@ -7,13 +7,14 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // MeasurePCIe runs the embedded PyTorch script on one GPU and reads the

@@ -5,8 +5,9 @@ package gpu
 import (
 	"context"
 	"fmt"
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // WatchXid registers every GPU for Xid events and waits for them until d

@@ -30,4 +30,9 @@
 // variables to each rank's environment (env-force) and starts ranks inside
 // [ShmNamespace]'s mount namespace when there is one (shm-small); ranks must
 // run in the target's cgroup for cpu-squeeze and mem-pressure to bite.
+//
+// A kind's parameters, validation and command are portable (content checks
+// run on any OS); what touches the host (Apply, Revert, tc, nftables, the
+// probe) lives in *_linux.go files, and host_other.go refuses it elsewhere
+// with labs.ErrNeedsLinux.
 package injector

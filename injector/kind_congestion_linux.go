@@ -5,11 +5,12 @@ package injector
 import (
 	"context"
 	"fmt"
-	"github.com/vishvananda/netlink"
 	"math"
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/vishvananda/netlink"
 )
 
 // nicAddr returns the first global address of nic in t (IPv4 preferred).

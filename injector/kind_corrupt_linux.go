@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )

@@ -5,8 +5,9 @@ package injector
 import (
 	"context"
 	"fmt"
-	"github.com/vishvananda/netlink"
 	"time"
+
+	"github.com/vishvananda/netlink"
 )
 
 // applyNetem puts a netem qdisc at the root of nic (handle c2:); its undo is

@@ -6,9 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"net"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Apply implements Fault.

@@ -6,9 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-	"net"
 )
 
 // Apply implements Fault.

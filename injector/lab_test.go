@@ -22,9 +22,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/commlab/commlab/labs/cgroup"
-
 	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/labs/cgroup"
 )
 
 // This file builds scratch sandboxes for the tests, shaped like labs/netns: node

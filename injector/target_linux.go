@@ -5,8 +5,9 @@ package injector
 import (
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // resolve checks that the namespace exists, is not the host's own, and records its

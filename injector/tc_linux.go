@@ -5,6 +5,7 @@ package injector
 import (
 	"errors"
 	"fmt"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )

@@ -16,8 +16,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/commlab/commlab/bench/ncclmsg"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/bench/ncclmsg"
 )
 
 // SHM geometry: NCCL's default 4 MiB buffer in NCCL_STEPS=8 slots.

@@ -6,18 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/commlab/commlab/labs"
-	"github.com/commlab/commlab/labs/cgroup"
-	"github.com/commlab/commlab/labs/netns"
-	"github.com/commlab/commlab/labs/topology"
-	units "github.com/docker/go-units"
-	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	units "github.com/docker/go-units"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/labs"
+	"github.com/commlab/commlab/labs/cgroup"
+	"github.com/commlab/commlab/labs/netns"
+	"github.com/commlab/commlab/labs/topology"
 )
 
 func newLabUpCmd(g *globals) *cobra.Command {

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/internal/testenv"
 	"github.com/commlab/commlab/labs/netns"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
-
-	"github.com/commlab/commlab/internal/testenv"
 )
 
 // TestProbeVerdict: each way the GPU can be unusable is named in the verdict.

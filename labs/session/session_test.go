@@ -191,7 +191,10 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func startLab(t *testing.T, h *fakeHost, ttl time.Duration) *Lab {
 	t.Helper()
-	return Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: ttl, NoStream: true, Log: quiet}, 1, testVariant(t))
+	l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: ttl, NoStream: true, Log: quiet}, 1, testVariant(t))
+	// The teardown writes into the data directory: it ends before TempDir removes it.
+	t.Cleanup(func() { l.Stop(); l.Wait() })
+	return l
 }
 
 func waitFor(t *testing.T, l *Lab, ok func(Status) bool) Status {

@@ -157,6 +157,14 @@ func Grade(in Input) (Result, error) {
 			add("remediation", 0, "grade.fix.none")
 		case m.Baseline <= 0:
 			add("remediation", 0, "grade.fix.nobaseline")
+		case r.Beat > 0 && m.Faulted <= 0:
+			add("remediation", 0, "grade.fix.nostart")
+		case r.Beat > 0:
+			frac, key := 0.0, "grade.fix.beatshort"
+			if m.After >= r.Bar(m.Baseline, m.Faulted) {
+				frac, key = 1, "grade.fix.beat"
+			}
+			add("remediation", frac, key, m.After, m.Faulted, m.After/m.Faulted, r.Beat)
 		case m.After >= r.MinRatio*m.Baseline:
 			add("remediation", 1, "grade.fix.back", 100*m.After/m.Baseline, m.After, m.Baseline)
 		default:
@@ -251,6 +259,9 @@ var details = map[string]string{
 	"grade.fix.none":          "no re-measurement after a fix",
 	"grade.fix.nobaseline":    "no healthy baseline was measured",
 	"grade.fix.back":          "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s)",
+	"grade.fix.nostart":       "no starting (untuned) figure was measured",
+	"grade.fix.beat":          "busbw %.3f GB/s against the starting %.3f GB/s: %.2f× (target %.2f×)",
+	"grade.fix.beatshort":     "busbw %.3f GB/s against the starting %.3f GB/s: only %.2f×, target %.2f×",
 	"grade.fix.short":         "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%",
 	"grade.hints":             "%d hint(s) used",
 	"grade.checks":            "%d answer check(s) used",

@@ -101,6 +101,39 @@ func TestGrade(t *testing.T) {
 	}
 }
 
+// A tuning lab's bar is relative to its starting (untuned) figure, not the baseline.
+func TestGradeBeat(t *testing.T) {
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	for _, tt := range []struct {
+		name       string
+		fix        Measurement
+		wantFrac   bool
+		wantDetail string
+	}{
+		{"4x the start", Measurement{Baseline: 0.2, Faulted: 0.05, After: 0.2}, true, "0.200 GB/s against the starting 0.050 GB/s: 4.00× (target 1.30×)"},
+		{"under the target though above the baseline ratio", Measurement{Baseline: 0.2, Faulted: 0.15, After: 0.18}, false, "only 1.20×, target 1.30×"},
+		{"no start", Measurement{Baseline: 0.2, Faulted: 0, After: 0.2}, false, "no starting"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := variant(t)
+			v.Scenario.Remediation.MinRatio, v.Scenario.Remediation.Beat = 0, 1.3
+			res, err := Grade(Input{Variant: v, Diagnosis: right, Transcripts: transcripts(), Remediation: &tt.fix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Criteria {
+				if c.Name == "remediation" {
+					if (c.Earned > 0) != tt.wantFrac || !strings.Contains(c.Detail, tt.wantDetail) {
+						t.Errorf("remediation %+v, want scored %v with %q", c, tt.wantFrac, tt.wantDetail)
+					}
+					return
+				}
+			}
+			t.Fatal("no remediation criterion")
+		})
+	}
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x

@@ -106,12 +106,24 @@ type EvidenceSpec struct {
 	Output   string `yaml:"output"`
 }
 
-// Remediation re-measures after the learner's fix: the workload's busbw must come back
-// to at least MinRatio of the healthy baseline measured before the fault.
+// Remediation re-measures after the learner's fix. A fault lab sets MinRatio: the
+// workload's busbw must come back to at least MinRatio of the healthy baseline measured
+// before the fault. A tuning lab sets Beat instead: the busbw must reach Beat times the
+// lab's starting figure (the self-test's, with the untuned setting in place).
 type Remediation struct {
 	Measure  string  `yaml:"measure"` // "workload"
 	MinRatio float64 `yaml:"min_ratio"`
+	Beat     float64 `yaml:"beat"`
 	Describe string  `yaml:"describe"`
+}
+
+// Bar is the busbw (GB/s) the re-measure must reach, from the healthy baseline and the
+// starting (self-test) figure.
+func (r Remediation) Bar(baseline, start float64) float64 {
+	if r.Beat > 0 {
+		return r.Beat * start
+	}
+	return r.MinRatio * baseline
 }
 
 // SolutionStep is one command of a reference walk-through, typed in Node's terminal;
@@ -366,7 +378,12 @@ func (v *validator) validate() {
 		if r.Measure != "workload" {
 			v.at("$.remediation.measure", "remediation measure must be workload (the lab's workload, run again), got %q", r.Measure)
 		}
-		if r.MinRatio <= 0 || r.MinRatio > 1 {
+		switch {
+		case r.Beat != 0 && r.MinRatio != 0:
+			v.at("$.remediation.beat", "set min_ratio (a fault lab) or beat (a tuning lab), not both")
+		case r.Beat != 0 && r.Beat <= 1:
+			v.at("$.remediation.beat", "beat is a factor over the starting figure, above 1, got %v", r.Beat)
+		case r.Beat == 0 && (r.MinRatio <= 0 || r.MinRatio > 1):
 			v.at("$.remediation.min_ratio", "min_ratio is a fraction of the baseline in (0, 1], got %v", r.MinRatio)
 		}
 		if s.Workload == nil {

@@ -76,6 +76,8 @@ func TestProblems(t *testing.T) {
 		{"good.yaml", "undefined param", "root .*rate ${rate}Mbit", "root .*rate ${speed}Mbit", "30:7: ${speed} names no parameter"},
 		{"good.yaml", "bad regexp", `'^tc\b.*\bqdisc\b'`, `'^tc(('`, "33:14: bad command pattern"},
 		{"good.yaml", "ratio out of range", "min_ratio: 0.8", "min_ratio: 80", "37:14: min_ratio"},
+		{"good.yaml", "beat with min_ratio", "min_ratio: 0.8", "min_ratio: 0.8\n  beat: 1.3", "38:9: set min_ratio (a fault lab) or beat (a tuning lab), not both"},
+		{"good.yaml", "beat not above 1", "min_ratio: 0.8", "beat: 0.9", "37:9: beat is a factor over the starting figure"},
 		{"good.yaml", "hint too costly", "cost: 0.1", "cost: 0.9", "39:9: a hint needs text"},
 		{"good.yaml", "type error", "min_ratio: 0.8", "min_ratio: high", "37:14: "},
 		{"good.yaml", "gpu workload in a netns lab", "workload:\n", "workload:\n  gpu: [pcie]\n", "8:8: workload.gpu runs on a GPU node"},

@@ -111,10 +111,10 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 		// One run can be unlucky on a busy host: a second chance before saying "not
 		// fixed", unless the first run is still nearer the faulted level than the bar
 		// (the fault is plainly still there), which keeps grading an unfixed lab short.
-		bar := r.MinRatio * l.baseline
+		bar := r.Bar(l.baseline, l.faulted)
 		var after float64
 		for try := 0; try < 2 && after < bar && (try == 0 || after > (l.faulted+bar)/2); try++ {
-			bw, err := l.remeasure(ctx, r.MinRatio)
+			bw, err := l.remeasure(ctx, bar/l.baseline)
 			if ctx.Err() != nil {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))
 			}

@@ -350,7 +350,12 @@ func (l *Lab) run() {
 		}
 		l.faulted = bw
 		l.samples.add(bw)
-		if bw >= s.Remediation.MinRatio*l.baseline {
+		if s.Remediation.Beat > 0 && bw <= 0 {
+			l.fail(fmt.Errorf("self-test: the untuned workload measured nothing to beat: start the lab again"))
+			return
+		}
+		// A tuning lab starts from wherever the untuned setting puts it: Beat is relative.
+		if s.Remediation.Beat == 0 && bw >= s.Remediation.MinRatio*l.baseline {
 			l.fail(fmt.Errorf("self-test: the fault did not slow the workload (%.3f GB/s with it, %.3f without): this lab is not scored, start it again", bw, l.baseline))
 			return
 		}

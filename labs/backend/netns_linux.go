@@ -3,8 +3,11 @@ package backend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/nccl"
 	"github.com/commlab/commlab/scenarios"
+	"golang.org/x/sys/unix"
 )
 
 // netnsEnv is a sandbox seen by a lab.
@@ -84,11 +88,39 @@ func (e *netnsEnv) Workload(ctx context.Context, w *scenarios.Workload, env []st
 	var buf bytes.Buffer
 	mw := io.MultiWriter(out, logf, &buf)
 	fmt.Fprintf(logf, "==> %s commlab bench %s --hosts %s\n", time.Now().Format(time.RFC3339), strings.Join(w.Bench, " "), hosts)
+	mine, err := e.learnerJobEnv()
+	if err != nil {
+		fmt.Fprintf(logf, "%v\n", err)
+		return 0, fmt.Errorf("%w: %v", session.ErrWorkloadFailed, err)
+	}
+	env = append(append([]string(nil), env...), mine...) // the learner's lines win over the job's
 	l := &bench.Launcher{Starter: sandboxStarter{env: e}, Exe: e.exe, Stdout: mw, Stderr: mw, Env: env}
 	if err := l.Run(ctx, o); err != nil {
 		return 0, fmt.Errorf("%w: %v", session.ErrWorkloadFailed, err)
 	}
 	return nccl.AvgBusBW(buf.Bytes())
+}
+
+// learnerJobEnv reads the learner's ~/job.env (absent: nothing), read before every
+// run so an edit takes effect at the next one. The file is the learner's: it is
+// opened without following a link and read at most 64 KiB.
+func (e *netnsEnv) learnerJobEnv() ([]string, error) {
+	f, err := os.OpenFile(filepath.Join(e.sb.LearnerHome(), "job.env"), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("~/job.env: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("~/job.env: not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return nil, fmt.Errorf("~/job.env: %w", err)
+	}
+	return session.ParseJobEnv("~/job.env", data)
 }
 
 func (e *netnsEnv) Down(ctx context.Context) error { return e.sb.Down(ctx) }

@@ -10,11 +10,13 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/commlab/commlab/gpu"
+	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -168,3 +170,57 @@ func TestShellResolvesNodes(t *testing.T) {
 		}
 	}
 }
+
+// The learner's ~/job.env reaches the job at its next run; a refused line fails the
+// run with file:line in train.log, and a symlink is not followed.
+func TestLearnerJobEnv(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	exe := os.Getenv("COMMLAB_TEST_BIN")
+	if exe == "" {
+		t.Skip("needs COMMLAB_TEST_BIN (make test sets it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := Local{DataDir: t.TempDir(), Exe: exe, Log: slog.New(slog.DiscardHandler)}.Up(ctx,
+		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Down(context.Background())
+	home := env.(*netnsEnv).sb.LearnerHome()
+	w := &scenarios.Workload{Bench: []string{"all_reduce", "-b", "64K", "-e", "64K", "-n", "1", "-w", "0"}, Hosts: []string{"node1:1", "node2:1"}}
+	job := []string{"NCCL_DEBUG=INFO", "NCCL_IB_DISABLE=1"}
+	for _, tc := range []struct {
+		name, file, link string
+		fails            bool
+		log              string
+	}{
+		{name: "learner's variable reaches the ranks", file: "NCCL_SOCKET_NTHREADS=2\n", log: "NCCL_SOCKET_NTHREADS set by environment to 2"},
+		{name: "refused key", file: "# tuned\nLD_PRELOAD=/tmp/x.so\n", fails: true, log: "~/job.env:2:"},
+		{name: "symlink not followed", link: "/etc/hostname", fails: true, log: "~/job.env:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(home, "job.env")
+			os.Remove(path)
+			if tc.link != "" {
+				if err := os.Symlink(tc.link, path); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := env.Workload(ctx, w, job, io.Discard)
+			if got := errors.Is(err, session.ErrWorkloadFailed); got != tc.fails {
+				t.Errorf("run error %v, want failed=%v", err, tc.fails)
+			}
+			log, _ := os.ReadFile(filepath.Join(home, "train.log"))
+			if !strings.Contains(string(log), tc.log) {
+				t.Errorf("no %q in train.log:\n%s", tc.log, tail(log, 2000))
+			}
+		})
+	}
+}
+
+func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }

@@ -3,9 +3,13 @@ package server
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/internal/pgtest"
 	"github.com/commlab/commlab/server/store"
 )
@@ -72,5 +76,46 @@ func TestLiveBusSQLite(t *testing.T) {
 	case <-wake:
 	default:
 		t.Fatal("publish did not wake this replica")
+	}
+}
+
+// TestReplicaLogins: two servers over one PostgreSQL database with the same
+// secret key; a login made on A is a session on B.
+func TestReplicaLogins(t *testing.T) {
+	pg := pgtest.Start(t)
+	dsn := pg.URL(pg.NewDB(t))
+	lib, err := course.NewLibrary(fixture, course.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func() *testEnv {
+		st, err := store.OpenPostgres(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		srv, err := New(Config{}, Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(hs.Close)
+		return &testEnv{t: t, url: hs.URL, store: st, c: newClient()}
+	}
+	a, b := replica(), replica()
+	c := newClient()
+	a.register(c, "r@example.com")
+	// Both listen on 127.0.0.1 and cookies ignore the port: c carries A's
+	// session cookie to B as a proxy in front of both would.
+	if code, _, _ := b.do(c, "GET", "/progress", nil); code != http.StatusOK {
+		t.Fatalf("replica B answered %d to a login made on A", code)
+	}
+	if code, _, _ := b.do(newClient(), "GET", "/progress", nil); code == http.StatusOK {
+		t.Fatal("replica B let a stranger in")
+	}
+	// A form served by B is accepted by A: the CSRF key is the shared secret.
+	tok := b.csrf(c, "/progress")
+	if code, _, _ := a.do(c, "POST", "/logout", url.Values{"csrf_token": {tok}}); code != http.StatusSeeOther {
+		t.Fatalf("replica A refused replica B's CSRF token: %d", code)
 	}
 }

@@ -109,6 +109,7 @@ type Server struct {
 	ca      *authority
 	exams   *exam.Set
 	live    *liveHub
+	bus     *liveBus
 	xlabs   examLabs
 }
 
@@ -148,6 +149,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 		live:    newLiveHub(),
 		xlabs:   examLabs{byLab: map[string]*examLab{}},
 	}
+	s.bus = &liveBus{hub: s.live, log: d.Log}
+	if pg, ok := d.Store.(*store.Postgres); ok {
+		s.bus.pool = pg.Pool()
+	}
 	s.router = s.routes()
 	return s, nil
 }
@@ -168,6 +173,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	go s.sweepSessions(ctx)
 	go s.sweepAttempts(ctx)
+	go s.bus.listen(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -264,7 +264,7 @@ func (s *Server) journal(ctx context.Context, e *store.WorkshopEvent) error {
 	if err := s.workshopDB().LogWorkshopEvent(ctx, e); err != nil {
 		return err
 	}
-	s.live.changed(e.WorkshopID)
+	s.bus.publish(ctx, e.WorkshopID)
 	return nil
 }
 
@@ -429,7 +429,7 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 	if err := s.giveRevealedHints(c.Request.Context(), w, l); err != nil {
 		s.log.Warn("workshop hints for a new lab", "workshop", w.ID, "lab", l.ID, "err", err)
 	}
-	s.live.changed(w.ID)
+	s.bus.publish(c.Request.Context(), w.ID)
 	c.Redirect(http.StatusSeeOther, "/lab/"+l.ID)
 }
 

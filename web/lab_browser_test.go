@@ -72,10 +72,7 @@ func labServerWith(t testing.TB, deps func(*server.Deps), opts ...func(*session.
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(t.TempDir(), "commlab")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/commlab").CombinedOutput(); err != nil {
-		t.Fatalf("build commlab: %v\n%s", err, out)
-	}
+	exe := testenv.Commlab(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := session.Config{
 		Provider: backend.Local{DataDir: data, Exe: exe, Log: log}, Faults: backend.Faults{In: inj},

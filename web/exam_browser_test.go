@@ -85,6 +85,7 @@ func theoryAnswers(t *testing.T, refs []string) []chromedp.Action[chromedp.Void]
 // and a one-byte change pasted into the verify form fails), a second fails,
 // a third is submitted by the countdown when time runs out.
 func TestBrowserExam(t *testing.T) {
+	t.Parallel() // no lab: beside the other browser tests without one
 	hs, st, set := examServer(t)
 	m12, _ := set.Get("m12")
 	ctx := browser(t, 150*time.Second)

@@ -6,5 +6,6 @@ import (
 	"github.com/commlab/commlab/internal/testenv"
 )
 
-// TestMain removes the commlab binary the labs ran (testenv.Commlab).
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain closes the package's Chromium and removes the commlab binary the labs
+// ran (testenv.Commlab).
+func TestMain(m *testing.M) { testenv.Main(m, closeChromium) }

@@ -52,10 +52,13 @@ func Commlab(t testing.TB) string {
 	return out
 }
 
-// Main runs a package's tests, then removes the binary Commlab made (about 65 MB).
-// Packages whose tests call Commlab call it from TestMain.
-func Main(m *testing.M) {
+// Main runs a package's tests, then each of after, then removes the binary Commlab
+// made (about 65 MB). Packages whose tests call Commlab call it from TestMain.
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -7,6 +7,7 @@ package chapters
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -107,9 +108,25 @@ func Binary(t *testing.T) string {
 	return testenv.Commlab(t)
 }
 
-// Main runs a package's tests, then removes the binary Binary made. Packages that
-// play labs call it from TestMain.
-func Main(m *testing.M) { testenv.Main(m) }
+// SideBySide is how many labs that measure nothing play at once unless go test's
+// -parallel says otherwise. Their time goes to waiting for the workload's next run
+// (about one core while it runs, idle at least as long between runs) and for the
+// learner's commands, so three fit on two cores (go test's default is GOMAXPROCS).
+const SideBySide = 3
+
+// Main runs a package's tests, with SideBySide as the default -parallel, then removes
+// the binary Binary made. Packages that play labs call it from TestMain.
+func Main(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(SideBySide)); err != nil {
+			panic(err)
+		}
+	}
+	testenv.Main(m)
+}
 
 // TypeAndWait types a command into a node's terminal and waits until its output is
 // recorded (the shell's end-of-command marker).

@@ -21,12 +21,12 @@ $(WEB_DIST): web/frontend/package.json web/frontend/package-lock.json $(wildcard
 run: deps-run build
 	./$(BIN) serve --addr $(ADDR) --data $(DATA)
 
-# Packages run one at a time: lab tests create namespaces and cgroups, and measure
-# bandwidth and CPU, so two packages side by side would disturb each other.
+# Packages that use the host (namespaces, cgroups, labs that measure bandwidth and
+# CPU) run one at a time; the others run beside them (scripts/test.sh says how).
 # The end-to-end tests run the binary `build` just made instead of building their own.
 # Chapter labs (labs/chapters) play one seed each; test-full plays every seed.
 test: deps-test build lint
-	COMMLAB_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -p 1 -count=1 -timeout 80m ./...
+	COMMLAB_TEST_BIN=$(CURDIR)/$(BIN) GO=$(GO) scripts/test.sh
 
 test-full:
 	COMMLAB_E2E_SEEDS=all $(MAKE) test

@@ -92,8 +92,10 @@ func (f *Congestion) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 		}
 		servers = append(servers, p)
 	}
+	// The wait ends as soon as a server listens; the bound only matters on a host so
+	// busy that starting iperf3 takes seconds (3 s was seen to pass at load 20).
 	for i, p := range servers {
-		if err := waitListen(ctx, p, f.Port+i, 3*time.Second); err != nil {
+		if err := waitListen(ctx, p, f.Port+i, 15*time.Second); err != nil {
 			return u, err
 		}
 	}

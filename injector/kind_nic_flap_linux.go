@@ -148,8 +148,11 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 	if err := release(true); err != nil {
 		return u, err
 	}
-	// Read back: the first phase takes the NIC down (or its carrier away).
-	deadline := time.Now().Add(2 * time.Second)
+	// Read back: the first phase takes the NIC down (or its carrier away). The wait
+	// ends as soon as it is down; the bound only matters on a host so busy that the
+	// helper takes seconds to start (2 s was seen to pass at load 20).
+	const readBack = 15 * time.Second
+	deadline := time.Now().Add(readBack)
 	for {
 		if down, err := wentDown(); err == nil && down {
 			return u, nil
@@ -158,7 +161,7 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 			return u, fmt.Errorf("the flap helper exited at once (see %s)", argv[0])
 		}
 		if time.Now().After(deadline) {
-			return u, fmt.Errorf("read back %s: never went down (%s mode) within 2s", f.NIC, cmp.Or(f.Mode, FlapAdmin))
+			return u, fmt.Errorf("read back %s: never went down (%s mode) within %s", f.NIC, cmp.Or(f.Mode, FlapAdmin), readBack)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,12 +2,14 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,15 +21,44 @@ import (
 	"github.com/commlab/commlab/server/store"
 )
 
-// browser starts headless Chromium (Debian's package) for one test.
+// The package's one headless Chromium (Debian's package), started by the first
+// browser test and closed by TestMain: a start costs seconds on a busy host.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab, never used for pages
+	stop func()
+	err  error
+}
+
+// browser gives one test a tab of its own in the package's Chromium, in a browser
+// context of its own (cookies and storage as in a fresh browser), closed when the
+// test ends or timeout passes.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("browser test (headless Chromium): skipped under -short")
 	}
+	chromium.once.Do(startChromium)
+	if chromium.err != nil {
+		t.Fatal(chromium.err)
+	}
+	ctx, cancel := chromedp.NewContext(chromium.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	ctx, cancel2 := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancel2)
+	return ctx
+}
+
+func startChromium() {
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Fatalf("chromium not installed (make test installs it): %v", err)
+		chromium.err = fmt.Errorf("chromium not installed (make test installs it): %w", err)
+		return
+	}
+	dir, err := os.MkdirTemp("", "commlab-chromium-")
+	if err != nil {
+		chromium.err = err
+		return
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
@@ -37,16 +68,27 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1280, 900),
 	)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, timeout)
-	t.Cleanup(cancel3)
-	return ctx
+	chromium.ctx = ctx
+	chromium.stop = func() {
+		cancel2()
+		cancel()
+		os.RemoveAll(dir)
+	}
+	if err := chromedp.Do(ctx); err != nil {
+		chromium.err = fmt.Errorf("start chromium: %w", err)
+	}
+}
+
+// closeChromium ends the package's Chromium, if a test started it.
+func closeChromium() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
 }
 
 // screenshot saves the page under artifacts/ (ignored by git) for review.
@@ -89,6 +131,7 @@ func courseServer(t *testing.T) (*httptest.Server, *course.Library, store.Store)
 }
 
 func TestBrowserReadChapterOne(t *testing.T) {
+	t.Parallel() // no lab: beside the other browser tests without one
 	hs, lib, _ := courseServer(t)
 	ch1, _ := lib.Course().Chapter("ch01")
 

@@ -74,6 +74,7 @@ func answerAll(key []keyed) []chromedp.Action[chromedp.Void] {
 // progress page with per-lab status, "continue" on the index, the register form
 // while logged in, and the English UI.
 func TestBrowserQuizAndProgress(t *testing.T) {
+	t.Parallel() // no lab: beside the other browser tests without one
 	hs, lib, st := courseServer(t)
 	crs := lib.Course()
 	ch1, _ := crs.Chapter("ch01")
@@ -272,6 +273,7 @@ func checkNarrow(ctx context.Context, t *testing.T, page string) {
 // index, scrolls sideways (wide tables and code blocks scroll inside themselves),
 // and the contents fold under the title instead of filling the first screen.
 func TestBrowserChaptersAt390px(t *testing.T) {
+	t.Parallel() // no lab: beside the other browser tests without one
 	hs, lib, _ := courseServer(t)
 	ctx := browser(t, 10*time.Minute) // a bound against hangs; every written chapter is loaded
 	must := func(step string, err error) {

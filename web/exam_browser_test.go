@@ -94,6 +94,7 @@ func theoryAnswers(t *testing.T, refs []string) []chromedp.Action[chromedp.Void]
 // into the verify form fails), a second fails, a third is submitted by the
 // countdown when time runs out.
 func TestBrowserExam(t *testing.T) {
+	t.Parallel() // no real lab (fakeLabHost): beside the other browser tests without one
 	hs, st, set, mgr := examServer(t)
 	m12, _ := set.Get("m12")
 	ctx := browser(t, 150*time.Second)

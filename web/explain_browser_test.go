@@ -21,6 +21,7 @@ import (
 // A learner pastes a real failure excerpt, reads the verdict and follows
 // the chapter link; then uploads a binary file and is told it is not text.
 func TestBrowserExplain(t *testing.T) {
+	t.Parallel() // no lab: beside the other browser tests without one
 	cat, _ := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{})
 	lib, err := course.NewLibrary(course.Embedded(), course.Options{LabExists: func(id string) bool { _, ok := cat.Get(id); return ok }})
 	if err != nil {

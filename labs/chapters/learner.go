@@ -7,11 +7,10 @@ package chapters
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -101,54 +100,32 @@ func scenario(t *testing.T, id string) *scenarios.Scenario {
 	return sc
 }
 
-// The commlab binary the labs run (ranks run "commlab bench rank"; some learners run
-// commlab in their shells), built once per test process by Binary, removed by Main.
-var (
-	binMu  sync.Mutex
-	binDir string
-)
-
-// Binary returns the commlab binary, built on first use (or copied from
-// COMMLAB_TEST_BIN: on a GPU machine without Go the binary is built elsewhere and
-// carried). It lives outside /tmp and is readable by everyone: a learner shell sees
-// the binary's directory on its PATH, but not the host's /tmp (the sandbox has its own).
+// Binary returns the commlab binary the labs run (ranks run "commlab bench rank";
+// some learners run commlab in their shells): testenv.Commlab's, made once per test
+// process.
 func Binary(t *testing.T) string {
 	t.Helper()
-	binMu.Lock()
-	defer binMu.Unlock()
-	if binDir != "" {
-		return filepath.Join(binDir, "commlab")
-	}
-	dir, err := os.MkdirTemp("/var/lib", "commlab-labtest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "commlab")
-	var b []byte
-	if bin := os.Getenv("COMMLAB_TEST_BIN"); bin != "" {
-		b, err = exec.Command("install", "-m", "0755", bin, out).CombinedOutput()
-	} else {
-		b, err = exec.Command("go", "build", "-o", out, "github.com/commlab/commlab/cmd/commlab").CombinedOutput()
-	}
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("commlab binary: %v\n%s", err, b)
-	}
-	binDir = dir
-	return out
+	return testenv.Commlab(t)
 }
 
-// Main runs a package's tests, then removes the binary Binary made (54 MB a run).
-// Packages that play labs call it from TestMain.
+// SideBySide is how many labs that measure nothing play at once unless go test's
+// -parallel says otherwise. Their time goes to waiting for the workload's next run
+// (about one core while it runs, idle at least as long between runs) and for the
+// learner's commands, so three fit on two cores (go test's default is GOMAXPROCS).
+const SideBySide = 3
+
+// Main runs a package's tests, with SideBySide as the default -parallel, then removes
+// the binary Binary made. Packages that play labs call it from TestMain.
 func Main(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(SideBySide)); err != nil {
+			panic(err)
+		}
 	}
-	os.Exit(code)
+	testenv.Main(m)
 }
 
 // TypeAndWait types a command into a node's terminal and waits until its output is

@@ -3,7 +3,6 @@ package slurm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -23,24 +22,11 @@ import (
 	"github.com/commlab/commlab/scenarios"
 )
 
-// The commlab binary the agents and the epilog run, built once for the package.
-var (
-	buildOnce sync.Once
-	agentBin  string
-	buildErr  error
-)
-
-// TestMain removes that binary.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if agentBin != "" {
-		os.RemoveAll(filepath.Dir(agentBin))
-	}
-	os.Exit(code)
-}
+// TestMain removes the commlab binary the agents and the epilog run.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // requireSlurm brings up the CI cluster (.ci/slurm-up.sh: munge, slurmctld, two
-// slurmd nodes) with a freshly built commlab for the agents and the epilog, and
+// slurmd nodes) with testenv.Commlab for the agents and the epilog, and
 // returns that binary. Outside CI a host without Slurm skips.
 func requireSlurm(t *testing.T) string {
 	t.Helper()
@@ -48,25 +34,7 @@ func requireSlurm(t *testing.T) string {
 	if _, err := exec.LookPath("slurmctld"); err != nil && os.Getenv("CI") == "" {
 		t.Skip("Slurm is not installed (CI installs it: .ci/slurm-up.sh, or set CI=1 to let this test install it)")
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "commlab-slurm-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		// The learner (nobody) runs this binary's bench on the nodes.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			buildErr = err
-			return
-		}
-		agentBin = filepath.Join(dir, "commlab")
-		if out, err := exec.Command("go", "build", "-o", agentBin, "../../cmd/commlab").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build commlab: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	agentBin := testenv.Commlab(t)
 	up := exec.Command("../../.ci/slurm-up.sh")
 	up.Env = append(os.Environ(), "COMMLAB_BIN="+agentBin)
 	if out, err := up.CombinedOutput(); err != nil {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# test.sh [go test flags...]: every package's tests, in two tiers side by side.
+#  - Host packages (their tests import internal/testenv: network namespaces, tc,
+#    nftables, cgroups, lab sandboxes, Chromium) run one at a time: lab tests measure
+#    bandwidth and CPU, so two of them side by side would disturb each other.
+#  - The other packages touch nothing of the host's; they run meanwhile, also one at a
+#    time, so they never take more than one core from a measurement.
+# Their outputs come one tier after the other; the exit status is non-zero if either failed.
+set -uo pipefail
+GO=${GO:-go}
+
+# The packages whose own or test imports include internal/testenv, then the rest.
+tiers=$("$GO" list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
+  awk '{ host = 0; for (i = 2; i <= NF; i++) if ($i ~ /\/internal\/testenv$/) host = 1; print (host ? "host" : "unit"), $1 }') || exit 1
+mapfile -t host < <(awk '$1 == "host" { print $2 }' <<<"$tiers")
+mapfile -t unit < <(awk '$1 == "unit" { print $2 }' <<<"$tiers")
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$GO" test -p 1 -count=1 -timeout 20m "$@" "${unit[@]}" >"$out" 2>&1 &
+unit_pid=$!
+"$GO" test -p 1 -count=1 -timeout 80m "$@" "${host[@]}"
+host_rc=$?
+wait "$unit_pid"
+unit_rc=$?
+echo "== packages that do not use the host (run meanwhile)"
+cat "$out"
+exit $((host_rc || unit_rc))

@@ -538,6 +538,35 @@ func TestChartNamesNoFault(t *testing.T) {
 	}
 }
 
+// The live chart gets a sample from each background run after the fault: the
+// runs the stream makes are samples, not runs a grading cut short.
+func TestChartStreams(t *testing.T) {
+	h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		if n == 1 {
+			return 1, nil
+		}
+		if n == 2 {
+			return 0.2, nil // the self-test with the fault
+		}
+		return 0.5, nil // the stream's runs
+	}}
+	l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: time.Minute, Log: quiet}, 1, testVariant(t))
+	t.Cleanup(func() { l.Stop(); l.Wait() })
+	_, next, stop := l.Samples().Subscribe()
+	defer stop()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case x := <-next:
+			if x.Type == "sample" && x.BusBW == 0.5 {
+				return // a streamed run (the third or later) reached the chart
+			}
+		case <-timeout:
+			t.Fatalf("no streamed sample reached the chart in 20 s (%d workload runs)", h.runCount())
+		}
+	}
+}
+
 func TestManager(t *testing.T) {
 	t.Run("a host lacking a fault's feature is refused before any sandbox", func(t *testing.T) {
 		h := &fakeHost{unsupported: "loss"}
@@ -708,4 +737,10 @@ func TestNodeFaultsAndLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+func (h *fakeHost) runCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs
 }

@@ -80,11 +80,12 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 		l.stopStream = stop
 		l.mu.Unlock()
 		bw, err := l.measure(run)
+		tookOver := run.Err() != nil // read before stop(), which cancels run too
 		stop()
 		if ctx.Err() != nil {
 			return
 		}
-		if run.Err() != nil {
+		if tookOver {
 			continue // a grading took the links: this run is not a sample
 		}
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {

@@ -23,7 +23,7 @@ type Report struct {
 	// Ready is how long the lab took from start to open terminals; Took the whole walk.
 	Ready, Took time.Duration
 	// Baseline is the workload's healthy figure (0 if the lab measures none);
-	// Workload its last figure before grading, with the fault in place.
+	// Workload its last figure measured with the fault in place, before grading.
 	Baseline, Workload float64
 	Result             grader.Result
 	// Steps are the commands typed, with what each printed.
@@ -83,7 +83,11 @@ func Run(ctx context.Context, cfg session.Config, v *scenarios.Variant, to Timeo
 			cited = append(cited, grader.EvidenceRef{Terminal: st.Node, Seq: cmd.Seq})
 		}
 	}
-	rep.Workload = lastFigure(l)
+	if sc.Workload != nil {
+		if rep.Workload, err = faultedFigure(ctx, l, to.Command); err != nil {
+			return rep, err
+		}
+	}
 	res, err := l.Grade(ctx, grader.Diagnosis{Class: sc.Diagnosis.Class, Location: v.Location(), Evidence: cited})
 	if err != nil {
 		return rep, fmt.Errorf("grade: %w", err)
@@ -103,16 +107,45 @@ func holds(when string) bool {
 	return true
 }
 
-// lastFigure is the workload's most recent figure on the lab's chart, 0 if none.
-func lastFigure(l *session.Lab) float64 {
-	list, _, cancel := l.Samples().Subscribe()
-	cancel()
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].Type == "sample" {
-			return list[i].BusBW
+// faultedFigure is the workload's most recent figure on the lab's chart measured
+// after the fault appeared, waiting up to limit for the first such run (the chart's
+// healthy baseline comes before the fault and is not one).
+func faultedFigure(ctx context.Context, l *session.Lab, limit time.Duration) (float64, error) {
+	list, next, cancel := l.Samples().Subscribe()
+	defer cancel()
+	bw, seen := figureAfterFault(list, false)
+	if seen && bw >= 0 {
+		return bw, nil
+	}
+	timeout := time.After(limit)
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-timeout:
+			return 0, fmt.Errorf("the workload measured nothing with the fault in place within %s", limit)
+		case x := <-next:
+			if bw, seen = figureAfterFault([]session.Sample{x}, seen); seen && bw >= 0 {
+				return bw, nil
+			}
 		}
 	}
-	return 0
+}
+
+// figureAfterFault scans samples in order; faulted says the fault mark was already
+// seen. It returns the last figure after the mark (-1 if none) and whether the mark
+// has been seen.
+func figureAfterFault(samples []session.Sample, faulted bool) (float64, bool) {
+	bw := -1.0
+	for _, x := range samples {
+		switch {
+		case x.Type == "event" && x.Label == session.FaultEvent:
+			faulted, bw = true, -1
+		case x.Type == "sample" && faulted:
+			bw = x.BusBW
+		}
+	}
+	return bw, faulted
 }
 
 func waitReady(ctx context.Context, l *session.Lab, limit time.Duration) error {

@@ -110,3 +110,29 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestFigureAfterFault: the healthy baseline before the fault mark is never the
+// figure "with the fault"; the last run after the mark is.
+func TestFigureAfterFault(t *testing.T) {
+	s := func(bw float64) session.Sample { return session.Sample{Type: "sample", BusBW: bw} }
+	mark := session.Sample{Type: "event", Label: session.FaultEvent}
+	for _, c := range []struct {
+		name    string
+		list    []session.Sample
+		before  bool
+		want    float64
+		faulted bool
+	}{
+		{"baseline only", []session.Sample{s(7.3)}, false, -1, false},
+		{"mark, no run yet", []session.Sample{s(7.3), mark}, false, -1, true},
+		{"runs after the mark", []session.Sample{s(7.3), mark, s(1.2), s(0.9)}, false, 0.9, true},
+		{"a failed run measures zero", []session.Sample{s(7.3), mark, s(0)}, false, 0, true},
+		{"a run arriving after the mark was seen", []session.Sample{s(1.1)}, true, 1.1, true},
+		{"a run before any mark", []session.Sample{s(1.1)}, false, -1, false},
+	} {
+		got, faulted := figureAfterFault(c.list, c.before)
+		if got != c.want || faulted != c.faulted {
+			t.Errorf("%s: got %v, %v; want %v, %v", c.name, got, faulted, c.want, c.faulted)
+		}
+	}
+}

@@ -16,9 +16,13 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/gpu"
+	"github.com/commlab/commlab/internal/testenv"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 )
+
+// TestMain removes the commlab binary TestLearnerJobEnv's ranks run.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 func TestLocalCheck(t *testing.T) {
 	gpus := func(n int) func() (int, error) { return func() (int, error) { return n, nil } }
@@ -174,13 +178,8 @@ func TestShellResolvesNodes(t *testing.T) {
 // The learner's ~/job.env reaches the job at its next run; a refused line fails the
 // run with file:line in train.log, and a symlink is not followed.
 func TestLearnerJobEnv(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
-	exe := os.Getenv("COMMLAB_TEST_BIN")
-	if exe == "" {
-		t.Skip("needs COMMLAB_TEST_BIN (make test sets it)")
-	}
+	testenv.RequireRoot(t, "network namespaces")
+	exe := testenv.Commlab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env, err := Local{DataDir: t.TempDir(), Exe: exe, Log: slog.New(slog.DiscardHandler)}.Up(ctx,

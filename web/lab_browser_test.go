@@ -265,6 +265,24 @@ func TestBrowserLab(t *testing.T) {
 	cancel()
 	must(ctx, t, "see keys-42", err)
 
+	// The live chart goes on after the fault: a background run with the fault in place
+	// reaches the page (the chart had only the healthy point and the mark before).
+	before, _, stop := l.Samples().Subscribe()
+	stop()
+	var atFault int
+	for _, x := range before {
+		if x.Type == "event" {
+			break
+		}
+		if x.Type == "sample" {
+			atFault++
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	_, err = chromedp.Run(cctx, chromedp.Poll[bool](fmt.Sprintf(`Number(document.querySelector("#busbw-chart")?.dataset.samples || 0) > %d`, atFault)))
+	cancel()
+	must(ctx, t, "a chart point after the fault", err)
+
 	must(ctx, t, "answer", chromedp.Do(ctx,
 		chromedp.Click(`#refresh-evidence`, chromedp.NodeVisible),
 		chromedp.Click(fmt.Sprintf(`input[name=evidence][value="%s#1"]`, node), chromedp.NodeVisible),

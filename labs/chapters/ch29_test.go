@@ -1,0 +1,40 @@
+package chapters
+
+import (
+	"testing"
+	"time"
+)
+
+// TestLabCh29RouteAstray runs chapter 29's first incident with a scripted learner: one
+// node has more specific routes for the data rail's subnet through the management NIC.
+// NCCL's log names rdma0 on both nodes (it listens there; its connects are not bound),
+// so the log earns nothing; the routing table, the kernel's answer for the peer's data
+// address and the job's connections from the eth0 address do.
+func TestLabCh29RouteAstray(t *testing.T) {
+	// Seed 29: node1, whose rdma0 address is its subnet's first host; seed 4: node2.
+	PlaySeeds(t, "ch29-route-astray", []uint64{29, 4}, func(lr *Learner) Verdicts {
+		node := lr.V("node")
+		other := Others(node, "node1", "node2")[0]
+		lr.T.Logf("variant: node=%s", node)
+
+		peerData, nodeData, peerMgmt := lr.Addr(other, "rdma0"), lr.Addr(node, "rdma0"), lr.Addr(other, "eth0")
+		routes := lr.Expect(node, "ip route", "dev eth0 proto 193")
+		get := lr.Expect(node, "ip route get "+peerData, peerData+" dev eth0 ")
+		// The job's connections exist only while a run is in flight.
+		conns := lr.PollEvidence(node, "ss -tn", 40, time.Second)
+
+		// NCCL's own lines say rdma0 on both nodes: true, and no evidence.
+		devs := lr.Expect(other, "grep -h 'NET/Socket : Using' train.log", node+":")
+		healthyRoutes := lr.Run(other, "ip route")
+		healthyGet := lr.Expect(other, "ip route get "+nodeData, nodeData+" dev rdma0 ")
+		mgmtGet := lr.Expect(node, "ip route get "+peerMgmt, peerMgmt+" dev eth0 ")
+		decoy := lr.Run(node, "echo '"+peerData+" dev eth0 src 198.18.0.1' # ip route get")
+		return Verdicts{
+			Right:      Answer{"wrong-route", Loc{"node": node}},
+			Counts:     []Ref{routes, get, conns},
+			CountsNot:  []Ref{devs, healthyRoutes, healthyGet, mgmtGet, decoy},
+			WrongAt:    []Loc{{"node": other}},
+			WrongClass: []Answer{{Class: "wrong-interface"}, {Class: "nic-rate-limited", Loc: Loc{"node": node, "nic": "eth0"}}},
+		}
+	})
+}

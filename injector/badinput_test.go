@@ -78,6 +78,8 @@ func TestBadParams(t *testing.T) {
 		{"env file escaping", good, "env-force", map[string]string{"vars": "A=1", "file": "../../passwd"}, time.Minute, "'..' is not allowed"},
 		{"etc dir is the host's", Target{Sandbox: "nolab0", Node: "n1", EtcDir: "/etc"}, "env-force", map[string]string{"vars": "A=1"}, time.Minute, "other than the host's /etc"},
 		{"default route", good, "wrong-route", map[string]string{"to": "0.0.0.0/0", "nic": "eth0"}, time.Minute, "default route"},
+		{"route to its own NIC", good, "wrong-route", map[string]string{"to": "eth0", "nic": "eth0"}, time.Minute, "already leaves through it"},
+		{"route to neither prefix nor NIC", good, "wrong-route", map[string]string{"to": "rdma0;reboot", "nic": "eth0"}, time.Minute, "or a NIC such as rdma0"},
 		{"ttl zero", good, "nic-down", map[string]string{"nic": "rdma0"}, 0, "ttl 0s"},
 		{"ttl too long", good, "nic-down", map[string]string{"nic": "rdma0"}, 30 * 24 * time.Hour, "ttl 720h0m0s"},
 		{"flap duty 100%", good, "nic-flap", map[string]string{"nic": "rdma0", "duty": "100%"}, time.Minute, "want 1% to 99%"},

@@ -97,6 +97,15 @@ func TestWrongRouteRoundTrip(t *testing.T) {
 			t.Errorf("rdma0 sent %d packets during the pings, want none", d)
 		}
 	})
+	// A NIC names its subnet: the rail's routes go astray without the lab knowing
+	// its addresses (the lab e2e test ch29 covers a node that is its subnet's first host).
+	for _, node := range []string{"n1", "n2"} {
+		peer := map[string]string{"n1": "n2", "n2": "n1"}[node]
+		roundTrip(t, l, in, node, mustParse(t, in, "wrong-route", map[string]string{"to": "rdma0", "nic": "eth0"}), func(t *testing.T, e Entry) {
+			mustContain(t, "ip route get", l.run(t, node, "ip", "route", "get", l.ip(peer, 1)), "dev eth0")
+			mustContain(t, "ip route", l.run(t, node, "ip", "route"), "/25 dev eth0 proto 193")
+		})
+	}
 	// A prefix that is not routed yet is added as is.
 	roundTrip(t, l, in, "n1", mustParse(t, in, "wrong-route", map[string]string{"to": "198.18.1.11/32", "nic": "eth0", "via": "198.18.0.1"}), func(t *testing.T, e Entry) {
 		mustContain(t, "ip route", l.run(t, "n1", "ip", "route"), "198.18.1.11 via 198.18.0.1 dev eth0 proto 193")

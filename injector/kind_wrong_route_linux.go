@@ -23,7 +23,10 @@ func (f *WrongRoute) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 	if err != nil {
 		return nil, err
 	}
-	_, dst, _ := net.ParseCIDR(f.To)
+	dst, own, err := f.destination(h, t)
+	if err != nil {
+		return nil, err
+	}
 	fam := unix.AF_INET
 	if dst.IP.To4() == nil {
 		fam = unix.AF_INET6
@@ -58,11 +61,36 @@ func (f *WrongRoute) Apply(ctx context.Context, t Target, op *Op) (Undo, error) 
 	if ones < bits {
 		probe[len(probe)-1] |= 1
 	}
+	if probe.Equal(own) && ones < bits-1 {
+		probe[len(probe)-1]++ // the node's own address is routed locally
+	}
 	got, err := h.RouteGet(probe)
 	if err != nil || len(got) == 0 || got[0].LinkIndex != l.Attrs().Index {
 		return u, fmt.Errorf("read back: %s is not routed through %s (err %v)", probe, f.NIC, err)
 	}
 	return u, ctx.Err()
+}
+
+// destination is the prefix to route astray: To itself, or the IPv4 subnet of the
+// NIC it names, with that NIC's own address (nil for a prefix).
+func (f *WrongRoute) destination(h *netlink.Handle, t Target) (*net.IPNet, net.IP, error) {
+	if !f.toNIC() {
+		_, dst, err := net.ParseCIDR(f.To)
+		return dst, nil, err
+	}
+	l, err := linkIn(h, t, f.To)
+	if err != nil {
+		return nil, nil, err
+	}
+	addrs, err := h.AddrList(l, unix.AF_INET)
+	if err != nil {
+		return nil, nil, fmt.Errorf("addresses of %s: %w", f.To, err)
+	}
+	if len(addrs) == 0 {
+		return nil, nil, fmt.Errorf("%s on %s has no IPv4 address, so no subnet to route astray", f.To, t)
+	}
+	a := addrs[0]
+	return &net.IPNet{IP: a.IP.Mask(a.Mask), Mask: a.Mask}, a.IP.To4(), nil
 }
 
 // Revert implements Undo: deletes the routes with commlab's protocol tag only.

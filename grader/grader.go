@@ -79,7 +79,8 @@ type Result struct {
 }
 
 // PassMark is the score needed to pass a lab. Passing also needs the right class and
-// the full location: a fault found on the wrong node is not found.
+// the full location: a fault found on the wrong node is not found; and, where the lab
+// makes its fix required, the fix measured again.
 const PassMark = 0.7
 
 // Weights of the criteria; without a remediation check its weight goes to the others.
@@ -192,7 +193,8 @@ func Grade(in Input) (Result, error) {
 		res.Score += c.Earned
 	}
 	res.Score = math.Max(0, math.Round(res.Score*1000)/1000)
-	res.Passed = res.Score >= PassMark && full(res, "class") && full(res, "location")
+	res.Passed = res.Score >= PassMark && full(res, "class") && full(res, "location") &&
+		(s.Remediation == nil || !s.Remediation.Required || full(res, "remediation"))
 	return res, nil
 }
 

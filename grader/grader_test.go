@@ -134,6 +134,36 @@ func TestGradeBeat(t *testing.T) {
 	}
 }
 
+// A required fix is a condition of passing: the right answer without it fails, however
+// high its score.
+func TestGradeRequiredFix(t *testing.T) {
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	for _, tt := range []struct {
+		name      string
+		required  bool
+		fix       *Measurement
+		wantPass  bool
+		wantScore float64
+	}{
+		{"required and fixed", true, &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.19}, true, 1},
+		{"required, fix short", true, &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.09}, false, 0.9},
+		{"required, no re-measure", true, nil, false, 0.9},
+		{"not required, fix short", false, &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.09}, true, 0.9},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := variant(t)
+			v.Scenario.Remediation.Required = tt.required
+			res, err := Grade(Input{Variant: v, Diagnosis: right, Transcripts: transcripts(), Remediation: tt.fix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Passed != tt.wantPass || abs(res.Score-tt.wantScore) > 1e-9 {
+				t.Errorf("score %.3f passed %v, want %.3f %v", res.Score, res.Passed, tt.wantScore, tt.wantPass)
+			}
+		})
+	}
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x

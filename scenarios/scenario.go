@@ -110,10 +110,13 @@ type EvidenceSpec struct {
 // workload's busbw must come back to at least MinRatio of the healthy baseline measured
 // before the fault. A tuning lab sets Beat instead: the busbw must reach Beat times the
 // lab's starting figure (the self-test's, with the untuned setting in place).
+// Required makes reaching the bar a condition of passing, for a lab with two causes
+// whose answer names one and whose fix removes the other (the capstone).
 type Remediation struct {
 	Measure  string  `yaml:"measure"` // "workload"
 	MinRatio float64 `yaml:"min_ratio"`
 	Beat     float64 `yaml:"beat"`
+	Required bool    `yaml:"required"`
 	Describe string  `yaml:"describe"`
 }
 

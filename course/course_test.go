@@ -228,6 +228,13 @@ func TestProblems(t *testing.T) {
 			wantAt: "chapters/ch01.md:11", want: "no heading with that anchor",
 		},
 		{
+			name: "link to a server path that is no site page",
+			edit: func(m fstest.MapFS) {
+				m["chapters/ch02.md"].Data = []byte(ch02 + "\n见 [后台](/admin/exams)\n")
+			},
+			wantAt: "chapters/ch02.md:12", want: "points outside the course",
+		},
+		{
 			name:   "missing asset",
 			edit:   func(m fstest.MapFS) { delete(m, "assets/a.svg") },
 			wantAt: "chapters/ch01.md:11", want: "missing asset",
@@ -290,6 +297,22 @@ func TestProblems(t *testing.T) {
 			}
 			t.Errorf("want a problem at %s containing %q, got:\n%v", tt.wantAt, tt.want, probs)
 		})
+	}
+}
+
+// Chapters link the server's exam and verification pages by path.
+func TestSitePageLinks(t *testing.T) {
+	m := goodFS()
+	m["chapters/ch02.md"].Data = []byte(ch02 + "\n见 [认证考试](/exams)、[考试 m12](/exams/m12) 和 [证书验证](/verify)\n")
+	c, probs := Load(m, Options{})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	ch, _ := c.Chapter("ch02")
+	for _, want := range []string{`href="/exams"`, `href="/exams/m12"`, `href="/verify"`} {
+		if !strings.Contains(string(ch.HTML), want) {
+			t.Errorf("ch02 has no %s:\n%s", want, ch.HTML)
+		}
 	}
 }
 

@@ -136,6 +136,9 @@ func (r *renderer) rewrite(ch *Chapter, dest []byte, image bool, line int, probs
 		r.links = append(r.links, internalLink{file: ch.File, line: line, chapter: ch.ID, fragment: d[1:]})
 		return dest
 	}
+	if !image && sitePage(d) {
+		return dest
+	}
 	u, err := url.Parse(d)
 	if err != nil {
 		probs.add(ch.File, line, "bad link %q: %v", d, err)
@@ -165,7 +168,7 @@ func (r *renderer) rewrite(ch *Chapter, dest []byte, image bool, line int, probs
 		}
 		return []byte(out)
 	default:
-		probs.add(ch.File, line, "link %q points outside the course (use chNN.md for chapters, ../assets/ for images, or a full https:// URL)", d)
+		probs.add(ch.File, line, "link %q points outside the course (use chNN.md for chapters, ../assets/ for images, a site page (%s), or a full https:// URL)", d, strings.Join(SitePages, ", "))
 		return dest
 	}
 }
@@ -188,6 +191,19 @@ func (r *renderer) checkAnchors(probs *Problems) {
 			probs.add(l.file, l.line, "link to %s#%s: no heading with that anchor", l.chapter, l.fragment)
 		}
 	}
+}
+
+// SitePages are the server's own pages a chapter may link to by path, e.g.
+// "[认证考试](/exams)": the exams and certificate verification.
+var SitePages = []string{"/exams", "/verify"}
+
+func sitePage(d string) bool {
+	for _, p := range SitePages {
+		if d == p || strings.HasPrefix(d, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func isExternal(dest []byte) bool {

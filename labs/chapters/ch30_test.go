@@ -16,8 +16,8 @@ import (
 // Naming the cap without both fixes fails; fixing only the template earns no
 // remediation; the template's own class and the other node fail.
 func TestLabCh30TwoCauses(t *testing.T) {
-	// Seed 30 and seed 7 draw different nodes and NICs (logged below).
-	PlaySeeds(t, "ch30-two-causes", []uint64{30, 7}, func(lr *Learner) Verdicts {
+	// Seed 30 caps node2 rdma0, seed 8 node1 rdma1.
+	PlaySeeds(t, "ch30-two-causes", []uint64{30, 8}, func(lr *Learner) Verdicts {
 		node, nic := lr.V("node"), lr.V("nic")
 		other := Others(node, "node1", "node2")[0]
 		lr.T.Logf("variant: node=%s nic=%s", node, nic)

@@ -152,24 +152,36 @@ var (
 	channelsRe  = regexp.MustCompile(`^(\d+) coll channels, (\d+) collnet channels, (\d+) nvls channels, (\d+) p2p channels, (\d+) p2p channels per peer`)
 	envRe       = regexp.MustCompile(`^(NCCL_\w+) set by environment to (.*)$`)
 	retRe       = regexp.MustCompile(`^(\S+:\d+) -> (\d+)`)
-	tuningRe    = regexp.MustCompile(`^(\w+): (\d+) Bytes -> Algo (\d+) proto (\d+)`)
+	tuningRe    = regexp.MustCompile(`^(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+)`)
 
 	watchdogRe  = regexp.MustCompile(`\[Rank (\d+)\]\s+Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?.*?Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds`)
 	ncclErrInRe = regexp.MustCompile(`NCCL error in: ([^,]+), (.+?)(?:, NCCL version (\S+))?$`)
 	codeNameRe  = regexp.MustCompile(`\bnccl(UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|InProgress|Timeout)\b`)
 )
 
-// Algorithm and protocol indices in NCCL's tuning lines (nccl/src/include/device.h).
+// Algorithms and protocols as NCCL's tuning lines name them: by index up to 2.23
+// (nccl/src/include/device.h), by ncclAlgoToString/ncclProtoToString's names from
+// 2.24 (src/collectives.cc). Both read as NCCL_ALGO/NCCL_PROTO spell them.
 var (
 	algoNames  = []string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
 	protoNames = []string{"LL", "LL128", "Simple"}
+	algoByName = map[string]string{"TREE": "Tree", "RING": "Ring", "COLLNET_DIRECT": "CollNetDirect",
+		"COLLNET_CHAIN": "CollNetChain", "NVLS": "NVLS", "NVLS_TREE": "NVLSTree", "PAT": "PAT"}
+	protoByName = map[string]string{"LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
 )
 
-func nameAt(names []string, i int) string {
-	if i >= 0 && i < len(names) {
-		return names[i]
+// tuningName reads an algorithm or protocol field of a tuning line: an index or a name.
+func tuningName(field string, byIndex []string, byName map[string]string) string {
+	if i, err := strconv.Atoi(field); err == nil {
+		if i >= 0 && i < len(byIndex) {
+			return byIndex[i]
+		}
+		return field
 	}
-	return strconv.Itoa(i)
+	if n, ok := byName[field]; ok {
+		return n
+	}
+	return field
 }
 
 // Parse reads an NCCL log. Every line is looked at once; lines it does not
@@ -494,9 +506,7 @@ var infoForms = []infoForm{
 	{"nNodes", nnodesRe, func(l *Log, m []string, _ Event) { l.NNodes, _ = strconv.Atoi(m[1]) }},
 	{" Bytes -> Algo ", tuningRe, func(l *Log, m []string, _ Event) {
 		b, _ := strconv.ParseInt(m[2], 10, 64)
-		a, _ := strconv.Atoi(m[3])
-		pr, _ := strconv.Atoi(m[4])
-		l.Algos = append(l.Algos, AlgoChoice{Coll: m[1], Bytes: b, Algo: nameAt(algoNames, a), Proto: nameAt(protoNames, pr)})
+		l.Algos = append(l.Algos, AlgoChoice{Coll: m[1], Bytes: b, Algo: tuningName(m[3], algoNames, algoByName), Proto: tuningName(m[4], protoNames, protoByName)})
 	}},
 }
 

@@ -25,14 +25,20 @@ type rankInfo struct {
 	LocalRank int            `json:"local_rank"`
 	Net       string         `json:"net"`
 	Addr      transport.Addr `json:"addr"`
+	Color     int            `json:"color"` // the communicator it joins (Split)
 }
 
-// Comm is a communicator: the ranks, their connections, rings and trees.
+// Comm is a communicator: the ranks, their connections, rings and trees. Rank and
+// NRanks are within the communicator; with a Split, the job's world is larger
+// (World, WorldRank), and its bootstrap (barriers, control data) spans the world,
+// as nccl-tests' MPI_COMM_WORLD does.
 type Comm struct {
 	Rank, NRanks int
+	WorldRank    int
 	env          Env
 	log          *ncclLog
-	info         []rankInfo
+	info         []rankInfo // this communicator's ranks, info[i].Rank their world rank
+	world        []rankInfo // every rank of the job
 	bs           *bootstrap.Bootstrap
 	ep           *transport.Endpoint
 	netKind      transport.Kind
@@ -62,6 +68,7 @@ type CommConfig struct {
 	Env                     Env
 	Log                     *ncclLog
 	Recorder                *trace.Recorder
+	Split                   Split // the communicator this rank joins
 }
 
 // nodeIdentity tells ranks of one node apart from others: the node name given
@@ -145,7 +152,7 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		return nil, err
 	}
 	c := &Comm{
-		Rank: cfg.Rank, NRanks: cfg.NRanks, env: env, log: lg, netKind: kind, nch: env.Channels(),
+		Rank: cfg.Rank, NRanks: cfg.NRanks, WorldRank: cfg.Rank, env: env, log: lg, netKind: kind, nch: env.Channels(),
 		rec: cfg.Recorder, id: cfg.ID.Magic,
 		sends: map[[2]int]transport.Conn{}, recvs: map[[2]int]transport.Conn{}, p2p: map[[2]int]bool{},
 	}
@@ -175,25 +182,27 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 		return nil, err
 	}
 	c.bs = bs
-	me := rankInfo{Rank: cfg.Rank, Node: cfg.Node, NodeID: nodeIdentity(cfg.Node), Pid: os.Getpid(), LocalRank: cfg.LocalRank, Net: kindName(kind), Addr: ep.Addr()}
+	me := rankInfo{Rank: cfg.Rank, Node: cfg.Node, NodeID: nodeIdentity(cfg.Node), Pid: os.Getpid(), LocalRank: cfg.LocalRank, Net: kindName(kind), Addr: ep.Addr(),
+		Color: cfg.Split.Color(cfg.Rank)}
 	b, _ := json.Marshal(me)
 	all, err := bs.AllGather(ctx, b)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("exchange rank information: %w", err)
 	}
-	c.info = make([]rankInfo, cfg.NRanks)
+	c.world = make([]rankInfo, cfg.NRanks)
 	for i, raw := range all {
-		if err := json.Unmarshal(raw, &c.info[i]); err != nil {
+		if err := json.Unmarshal(raw, &c.world[i]); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("rank %d sent bad information: %w", i, err)
 		}
-		if c.info[i].Net != me.Net && !c.sameNode(i) {
+		if c.world[i].Net != me.Net && c.world[i].NodeID != me.NodeID {
 			c.Close()
 			return nil, fmt.Errorf("NET transport mismatch: rank %d uses NET/%s, rank %d (%s) uses NET/%s; set NCCL_IB_DISABLE or NCCL_NET alike on every node",
-				cfg.Rank, me.Net, i, c.info[i].Node, c.info[i].Net)
+				cfg.Rank, me.Net, i, c.world[i].Node, c.world[i].Net)
 		}
 	}
+	c.split(me.Color)
 	lg.Info("INIT", "%s", ncclmsg.InitStart.Sprintf(initFunc, c.handle(), c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id))
 	if err := c.connectAll(ctx); err != nil {
 		c.Close()
@@ -201,6 +210,33 @@ func NewComm(ctx context.Context, cfg CommConfig) (*Comm, error) {
 	}
 	lg.Info("INIT", "%s", ncclmsg.InitComplete.Sprintf(initFunc, c.handle(), c.Rank, c.NRanks, cfg.LocalRank, cfg.LocalRank, 0, c.id))
 	return c, nil
+}
+
+// split keeps the ranks of one color, in world rank order (MPI_Comm_split with the
+// world rank as key): each color's communicator gets its own id, as each of
+// nccl-tests' split communicators gets its own ncclUniqueId.
+func (c *Comm) split(color int) {
+	c.info = nil
+	for _, r := range c.world {
+		if r.Color == color {
+			if r.Rank == c.WorldRank {
+				c.Rank = len(c.info)
+			}
+			c.info = append(c.info, r)
+		}
+	}
+	c.NRanks = len(c.info)
+	if len(c.info) < len(c.world) {
+		c.id = splitmix(c.id ^ uint64(color+1))
+	}
+}
+
+// splitmix is SplitMix64's finaliser: distinct colors get unrelated ids.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // initFunc is the API call NCCL names in the Init lines; nccl-tests calls
@@ -400,7 +436,7 @@ func (c *Comm) sendConn(ctx context.Context, peer, ch, connIndex int) (transport
 	}
 	kind := c.kindFor(peer)
 	dev := ch
-	conn, err := c.ep.Dial(ctx, kind, peer, c.info[peer].Addr, ch, dev)
+	conn, err := c.ep.Dial(ctx, kind, c.info[peer].Rank, c.info[peer].Addr, ch, dev)
 	if err != nil {
 		c.warnNCCL(err)
 		return nil, fmt.Errorf("channel %02d: rank %d -> rank %d (%s): %w", ch, c.Rank, peer, c.info[peer].Node, err)
@@ -420,7 +456,7 @@ func (c *Comm) recvConn(ctx context.Context, peer, ch, connIndex int) (transport
 	if ok {
 		return conn, nil
 	}
-	conn, err := c.ep.Accept(ctx, peer, ch)
+	conn, err := c.ep.Accept(ctx, c.info[peer].Rank, ch)
 	if err != nil {
 		return nil, fmt.Errorf("channel %02d: rank %d <- rank %d (%s): %w", ch, c.Rank, peer, c.info[peer].Node, err)
 	}
@@ -490,29 +526,38 @@ func (c *Comm) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
 // Barrier waits for every rank.
 func (c *Comm) Barrier(ctx context.Context) error { return c.bs.Barrier(ctx) }
 
-// Nodes returns the node name of every rank.
+// Nodes returns the node name of every rank of the job (the world).
 func (c *Comm) Nodes() []string {
-	out := make([]string, c.NRanks)
-	for i, r := range c.info {
+	out := make([]string, len(c.world))
+	for i, r := range c.world {
 		out[i] = r.Node
 	}
 	return out
 }
 
-// Pids returns the process id of every rank.
+// Pids returns the process id of every rank of the job.
 func (c *Comm) Pids() []int {
-	out := make([]int, c.NRanks)
-	for i, r := range c.info {
+	out := make([]int, len(c.world))
+	for i, r := range c.world {
 		out[i] = r.Pid
 	}
 	return out
 }
 
-// LocalRanks returns every rank's index within its node.
+// LocalRanks returns every job rank's index within its node.
 func (c *Comm) LocalRanks() []int {
-	out := make([]int, c.NRanks)
-	for i, r := range c.info {
+	out := make([]int, len(c.world))
+	for i, r := range c.world {
 		out[i] = r.LocalRank
+	}
+	return out
+}
+
+// Colors returns the communicator (Split color) of every rank of the job.
+func (c *Comm) Colors() []int {
+	out := make([]int, len(c.world))
+	for i, r := range c.world {
+		out[i] = r.Color
 	}
 	return out
 }

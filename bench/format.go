@@ -45,8 +45,8 @@ type Header struct {
 
 // DeviceLine is one "#  Rank ..." line.
 type DeviceLine struct {
-	Rank, Pid, Device int
-	Host              string
+	Rank, Group, Pid, Device int
+	Host                     string
 }
 
 // Row is one line of the table: a size measured out of place and in place.
@@ -74,7 +74,7 @@ func WriteHeader(w io.Writer, h Header) {
 		h.NThreads, h.NGpus, h.MinBytes, h.MaxBytes, h.Step, kind, h.Warmup, h.Iters, h.AggIters, h.Check)
 	fmt.Fprintf(w, "#\n# Using devices\n")
 	for _, d := range h.Devices {
-		fmt.Fprintf(w, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s\n", d.Rank, 0, d.Pid, d.Host, d.Device, 0, "commlab CPU rank (emulated GPU)")
+		fmt.Fprintf(w, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s\n", d.Rank, d.Group, d.Pid, d.Host, d.Device, 0, "commlab CPU rank (emulated GPU)")
 	}
 	fmt.Fprintf(w, "#\n")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")

@@ -283,7 +283,11 @@ func RunRank(ctx context.Context, o Options, re RankEnv, stdout io.Writer) (err 
 	if o.Trace != "" {
 		rec = trace.NewRecorder(0)
 	}
-	comm, err := NewComm(ctx, CommConfig{Rank: re.Rank, NRanks: re.NRanks, LocalRank: re.LocalRank, Node: node, ID: id, Env: env, Log: lg, Recorder: rec})
+	split, err := ParseSplit(os.Getenv)
+	if err != nil {
+		return err
+	}
+	comm, err := NewComm(ctx, CommConfig{Rank: re.Rank, NRanks: re.NRanks, LocalRank: re.LocalRank, Node: node, ID: id, Env: env, Log: lg, Recorder: rec, Split: split})
 	if err != nil {
 		if root != nil {
 			select {
@@ -297,6 +301,9 @@ func RunRank(ctx context.Context, o Options, re RankEnv, stdout io.Writer) (err 
 		return err
 	}
 	defer comm.Close()
+	if o.Coll.rooted() && o.Root >= comm.NRanks {
+		return fmt.Errorf("-r %d: %s leaves %d ranks in this rank's communicator; root must be a rank from 0 to %d", o.Root, split.Var, comm.NRanks, comm.NRanks-1)
+	}
 	b := &benchRun{o: o, comm: comm, rec: rec, out: stdout, seed: id.Magic}
 	if o.Train > 0 {
 		if _, err := b.train(ctx, o.Train); err != nil {
@@ -409,15 +416,15 @@ func (b *benchRun) sweep(ctx context.Context) error {
 	if o.Coll == AllToAll {
 		b.scratch = make([]byte, sl)
 	}
-	if c.Rank == 0 {
+	if c.WorldRank == 0 {
 		h := Header{Program: string(o.Coll) + "_perf", NCCL: versionString(b.comm.env.Release), NThreads: o.NThreads, NGpus: o.NGpus, MinBytes: o.MinBytes, MaxBytes: o.MaxBytes,
 			Step: o.StepFactor, StepIsFactor: o.StepFactor > 1, Warmup: o.Warmup, Iters: o.Iters, AggIters: 1, Check: o.Check}
 		if o.StepFactor <= 1 {
 			h.Step = o.StepBytes
 		}
-		nodes, pids, locals := c.Nodes(), c.Pids(), c.LocalRanks()
-		for r := range c.NRanks {
-			h.Devices = append(h.Devices, DeviceLine{Rank: r, Pid: pids[r], Host: nodes[r], Device: locals[r]})
+		nodes, pids, locals, colors := c.Nodes(), c.Pids(), c.LocalRanks(), c.Colors()
+		for r := range nodes {
+			h.Devices = append(h.Devices, DeviceLine{Rank: r, Group: colors[r], Pid: pids[r], Host: nodes[r], Device: locals[r]})
 		}
 		WriteHeader(b.out, h)
 	}
@@ -446,7 +453,7 @@ func (b *benchRun) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Rank == 0 {
+	if c.WorldRank == 0 {
 		avg := 0.0
 		if b.bwCount > 0 {
 			avg = b.bwSum / float64(b.bwCount)
@@ -591,7 +598,7 @@ func (b *benchRun) row(ctx context.Context, size int64, t DataType, op Op) error
 			row.Out = res
 		}
 	}
-	if c.Rank == 0 {
+	if c.WorldRank == 0 {
 		WriteRow(b.out, row)
 	}
 	return nil
@@ -705,7 +712,7 @@ func (b *benchRun) writeTrace(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gather trace events: %w", err)
 	}
-	if b.comm.Rank != 0 {
+	if b.comm.WorldRank != 0 {
 		return nil
 	}
 	nodes := b.comm.Nodes()

@@ -98,7 +98,7 @@ func (b *benchRun) train(ctx context.Context, steps int) (int, error) {
 		if !finite(loss) {
 			bad++
 		}
-		if c.Rank != 0 {
+		if c.WorldRank != 0 {
 			continue
 		}
 		if compute == 0 {

@@ -56,6 +56,8 @@ var Taxonomy = []Class{
 	{"memory-pressure", CategoryHost, 0, "内存压力", "Memory pressure", []string{WhereNode}},
 	{"transport-forced", CategorySoftware, 0, "传输被强制切换（IB / SHM / P2P 关闭）", "Transport forced (IB, SHM or P2P disabled)", []string{WhereNode}},
 	{"algo-proto-forced", CategorySoftware, 0, "算法 / 协议 / 通道数被强制（NCCL_ALGO / NCCL_PROTO / NCCL_MAX_NCHANNELS）", "Algorithm, protocol or channel count forced", []string{WhereNode}},
+	// A whole job's placement, not one node's fault: located by nothing.
+	{"comm-group-misplaced", CategorySoftware, 0, "通信组放错了位置：本应在机内的组（如 TP）跨了节点（rank 排布 / 拆分）", "Communicator group misplaced: a group meant to stay in a node (e.g. TP) spans nodes (rank order or split)", nil},
 	{"bootstrap-port-blocked", CategorySoftware, 0, "bootstrap 端口被防火墙阻断", "Bootstrap port blocked by a firewall", []string{WhereNode}},
 	{"version-mismatch", CategorySoftware, 0, "NCCL / 驱动版本不一致", "NCCL or driver version mismatch", []string{WhereNode}},
 }

@@ -11,7 +11,7 @@ import (
 // all of them run the collective at once. nccl-tests reads NCCL_TESTS_SPLIT_MASK
 // (since v2.13.4: color = rank & mask, the mask in hex) and, when that is unset,
 // NCCL_TESTS_SPLIT (since v2.14.0: "AND n", "OR n", "MOD n", "DIV n" or "&", "|",
-// "%", "/" before n, n decimal or 0x hex), both in src/common.cu. nccl-tests takes the
+// "%", "/" before n, n decimal, 0x hex or 0b binary), both in src/common.cu. nccl-tests takes the
 // MPI process rank; commlab runs one rank per process, so it is the rank.
 type Split struct {
 	Var string // the variable it came from, for messages; "" when none

@@ -22,6 +22,7 @@ func TestParseSplit(t *testing.T) {
 		{split: "%2", colors: []int{0, 1, 0, 1}},
 		{split: "DIV 2", colors: []int{0, 0, 1, 1}},
 		{split: "/ 2", colors: []int{0, 0, 1, 1}},
+		{split: "AND 0b10", colors: []int{0, 0, 2, 2}},
 		{mask: "0xg", err: "hexadecimal"},
 		{split: "XOR 1", err: "want AND, OR, MOD or DIV"},
 		{split: "AND", err: "want AND"},

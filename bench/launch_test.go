@@ -99,6 +99,9 @@ func TestLaunchTableAndTransportSelection(t *testing.T) {
 		{"inter-node-ib", "n1:1,n2:1", []string{"NCCL_IB_HCA=lo", "COMMLAB_BENCH_ROCE_PORT=34791"}, []string{`NET/IB : Using \[0\]lo:1/RoCE \[RO\]; OOB lo:127\.0\.0\.1<0>`, `NCCL_IB_HCA set to lo$`, `Using network IB`, `via NET/IB/0`}, []string{`via NET/Socket`}},
 		{"ib-disable", "n1:1,n2:1", []string{"NCCL_IB_HCA=lo", "NCCL_IB_DISABLE=1"}, []string{`NCCL_IB_DISABLE set by environment to 1\.$`, `Using network Socket`, `via NET/Socket/0`}, []string{`via NET/IB`}},
 		{"mixed", "n1:2,n2:2", nil, []string{`0\[0\] -> 1\[1\] via P2P/CUMEM`, `1\[1\] -> 2\[0\] \[send\] via NET/Socket/0`, `Channel 00/02 : 0 1 2 3`, `Connected all rings, use ring PXN 0 GDR 0`, `Connected all trees`, `NCCL INFO NCCL version 2\.28\.9\+commlab-emulation`, `NCCL INFO Bootstrap: Using lo:127\.0\.0\.1<0>`}, nil},
+		// nccl-tests' split: two 2-rank communicators at once, each numbering its ranks from 0.
+		{"split-across-nodes", "n1:2,n2:2", []string{"NCCL_TESTS_SPLIT_MASK=0x1"}, []string{`#  Rank  1 Group  1 Pid +\d+ on +n1 `, `#  Rank  2 Group  0 Pid +\d+ on +n2 `, `^n2:.*rank 1 nranks 2 .* Init COMPLETE`, `^n1:.*0\[1\] -> 1\[1\] \[send\] via NET/Socket/0`, `Channel 00/02 : 0 1$`}, []string{`via P2P`, `nranks 4`}},
+		{"split-within-nodes", "n1:2,n2:2", []string{"NCCL_TESTS_SPLIT=DIV 2"}, []string{`#  Rank  1 Group  0 Pid +\d+ on +n1 `, `#  Rank  3 Group  1 Pid +\d+ on +n2 `, `^n2:.*0\[0\] -> 1\[1\] via P2P/CUMEM`}, []string{`via NET`, `nranks 4`}},
 		{"claims-2.26", "n1:1", []string{"COMMLAB_BENCH_NCCL_VERSION=2.26"}, []string{`NCCL version 2\.26\.6\+commlab-emulation`}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,3 +107,63 @@ func TestDelayAdded(t *testing.T) {
 		t.Errorf("veths after revert:\n%s", out)
 	}
 }
+
+// TestWireKinds (kernels without sch_netem): jitter spreads ping's RTT over the
+// asked range in order and round-trips; a kill -9 of the helper leaves what the
+// revert removes; at its deadline the helper stops and takes its filter away, so
+// the NIC sends directly again before any revert.
+func TestWireKinds(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	if Probe(ctxT(t)).Netem {
+		t.Skip("sch_netem present: delay and jitter use it")
+	}
+	to := l.ip("n2", 1)
+	t.Run("jitter", func(t *testing.T) {
+		f := mustParse(t, in, "jitter", map[string]string{"nic": "rdma0", "jitter": "1ms", "delay": "3ms"})
+		roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
+			rtts := l.pingRTTs(t, "n1", to, 100)
+			lo, hi := quantile(rtts, 0), quantile(rtts, .5)
+			t.Logf("jitter 3ms ± 1ms: ping min %.3f p50 %.3f p99 %.3f ms", lo, hi, quantile(rtts, .99))
+			// Uniform in 2-4 ms: the fastest is at least 2 ms, the median near 3 ms.
+			if lo < 2 || hi < 2.6 || hi > 3.4 {
+				t.Errorf("jitter 3ms ± 1ms: ping min %.3f ms, median %.3f ms", lo, hi)
+			}
+		})
+	})
+	t.Run("helper killed", func(t *testing.T) {
+		f := mustParse(t, in, "delay", map[string]string{"nic": "rdma0", "delay": "1ms"})
+		roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
+			for _, p := range tagged(e.ID) {
+				syscallKill(p.PID)
+			}
+		})
+	})
+	t.Run("deadline", func(t *testing.T) {
+		before := l.snapshot(t, "n1")
+		f := mustParse(t, in, "delay", map[string]string{"nic": "rdma0", "delay": "5ms"})
+		e, err := in.Apply(ctxT(t), l.target("n1"), f, 2*MinTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rtts := l.pingRTTs(t, "n1", to, 10); quantile(rtts, .5) < 5 {
+			t.Errorf("delay 5ms: ping median %.3f ms", quantile(rtts, .5))
+		}
+		for time.Now().Before(e.Deadline.Add(500 * time.Millisecond)) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if p := tagged(e.ID); len(p) != 0 {
+			t.Errorf("helper still running after the deadline: %v", p)
+		}
+		if out := l.run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"); out != "" {
+			t.Errorf("filter left after the deadline:\n%s", out)
+		}
+		if rtts := l.pingRTTs(t, "n1", to, 10); quantile(rtts, .5) > 1 {
+			t.Errorf("after the deadline: ping median %.3f ms", quantile(rtts, .5))
+		}
+		if _, err := in.RevertExpired(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		assertSame(t, "after the deadline's revert", before, l.snapshot(t, "n1"))
+	})
+}

@@ -208,11 +208,7 @@ func runWire(ctx context.Context, arg string) error {
 
 	q := make(chan frame, 1<<14)
 	go readFrames(rx, mac, c.Delay, c.Jitter, q)
-	// The sender's thread sleeps in the kernel until each frame is due, at a
-	// real-time priority: a timer of Go's, or a normal thread on a busy host,
-	// wakes up hundreds of microseconds late, a tenth of a 2 ms delay.
-	runtime.LockOSThread()
-	_ = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+	realtime()
 	for {
 		select {
 		case <-ctx.Done():
@@ -298,6 +294,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // and a jitter draw, never before the frame ahead of it (order is kept). A full
 // queue drops, as netem's limit does.
 func readFrames(rx int, mac []byte, delay, jitter time.Duration, q chan<- frame) {
+	realtime()
 	buf := make([]byte, vnetHdrLen+65536+64)
 	oob := make([]byte, 128)
 	var last time.Time
@@ -345,6 +342,15 @@ func arrival(oob []byte) time.Time {
 		}
 	}
 	return time.Now()
+}
+
+// realtime gives the calling goroutine its own thread at a real-time priority
+// (SCHED_FIFO 1): on a busy host a normal thread, or a timer of Go's, wakes up
+// milliseconds late, more than a 2 ms delay's tenth. The wire's two threads
+// sleep in the kernel between frames, so they take little CPU.
+func realtime() {
+	runtime.LockOSThread()
+	_ = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
 }
 
 // waitUntil sleeps until t (CLOCK_REALTIME, as the kernel's receive stamps).

@@ -68,17 +68,20 @@ func addedDelay(t *testing.T, l *testLab, in *Injector, params map[string]string
 	return base, faulty
 }
 
-// TestDelayAdded: delay 2ms on n1's rdma0 raises ping's average RTT by 2 ms
+// TestDelayAdded: delay 2ms on n1's rdma0 raises ping's median RTT by 2 ms
 // within 10 % (by netem where the kernel has it, else by the userspace wire), a
 // TCP stream through it arrives intact, and after revert nothing is left: no
-// filter, no veth, no helper process.
+// filter, no veth, no helper process. The median, not the average: on the CI
+// host (2 busy vCPUs, PREEMPT_NONE) even a SCHED_FIFO thread's clock_nanosleep
+// wakes up late now and then (2 ms sleeps at load 40: p99 1-3 ms late, max
+// 190-500 ms), and a few such pings move a 200-ping average far past 10 %.
 func TestDelayAdded(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	before := l.snapshot(t, "n1")
 	wire := !Probe(ctxT(t)).Netem
 	var id string
-	base, faulty := addedDelay(t, l, in, map[string]string{"nic": "rdma0", "delay": "2ms"}, 2, func(e Entry) {
+	base, faulty := addedDelay(t, l, in, map[string]string{"nic": "rdma0", "delay": "2ms"}, 4, func(e Entry) {
 		id = e.ID
 		if wire {
 			mustContain(t, "tc filter show dev rdma0 egress", l.run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"), "bpf", tcProgName, "direct-action")
@@ -93,11 +96,11 @@ func TestDelayAdded(t *testing.T) {
 			t.Errorf("TCP stream through the delay: %d bits changed", bits)
 		}
 	})
-	added := mean(faulty) - mean(base)
-	t.Logf("wire=%v: ping avg %.3f ms without, %.3f ms with (p50 %.3f/%.3f, p99 %.3f/%.3f): added %.3f ms",
-		wire, mean(base), mean(faulty), quantile(base, .5), quantile(faulty, .5), quantile(base, .99), quantile(faulty, .99), added)
+	added := quantile(faulty, .5) - quantile(base, .5)
+	t.Logf("wire=%v: ping p50 %.3f ms without, %.3f ms with (avg %.3f/%.3f, p99 %.3f/%.3f): added %.3f ms",
+		wire, quantile(base, .5), quantile(faulty, .5), mean(base), mean(faulty), quantile(base, .99), quantile(faulty, .99), added)
 	if math.Abs(added-2) > 0.2 {
-		t.Errorf("delay 2ms added %.3f ms to ping's average RTT, more than 10%% off", added)
+		t.Errorf("delay 2ms added %.3f ms to ping's median RTT, more than 10%% off", added)
 	}
 	assertSame(t, "after revert", before, l.snapshot(t, "n1"))
 	if p := tagged(id); len(p) != 0 {
@@ -123,11 +126,13 @@ func TestWireKinds(t *testing.T) {
 		f := mustParse(t, in, "jitter", map[string]string{"nic": "rdma0", "jitter": "1ms", "delay": "3ms"})
 		roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
 			rtts := l.pingRTTs(t, "n1", to, 100)
-			lo, hi := quantile(rtts, 0), quantile(rtts, .5)
-			t.Logf("jitter 3ms ± 1ms: ping min %.3f p50 %.3f p99 %.3f ms", lo, hi, quantile(rtts, .99))
-			// Uniform in 2-4 ms: the fastest is at least 2 ms, the median near 3 ms.
-			if lo < 2 || hi < 2.6 || hi > 3.4 {
-				t.Errorf("jitter 3ms ± 1ms: ping min %.3f ms, median %.3f ms", lo, hi)
+			lo, p10 := quantile(rtts, 0), quantile(rtts, .1)
+			t.Logf("jitter 3ms ± 1ms: ping min %.3f p10 %.3f p50 %.3f p99 %.3f ms", lo, p10, quantile(rtts, .5), quantile(rtts, .99))
+			// Uniform in 2-4 ms: none faster than 2 ms, a tenth under 2.2 ms (plus the
+			// path's 0.1 ms), where a fixed 3 ms has none. Host stalls only add (see
+			// TestDelayAdded), so p10 gets a margin and the upper side is not asserted.
+			if lo < 2 || p10 > 2.9 {
+				t.Errorf("jitter 3ms ± 1ms: ping min %.3f ms, p10 %.3f ms; want at least 2 ms and under 2.9 ms", lo, p10)
 			}
 		})
 	})

@@ -144,6 +144,27 @@ func TestWireKinds(t *testing.T) {
 			}
 		})
 	})
+	t.Run("applier killed", func(t *testing.T) {
+		// The helper is detached (own session): an applier killed with -9 leaves it
+		// relaying, and the journal is all a fresh injector needs to sweep it all.
+		data := t.TempDir()
+		before := l.snapshot(t, "n1")
+		e, err := openAt(t, data).Apply(ctxT(t), l.target("n1"), mustParse(t, in, "delay", map[string]string{"nic": "rdma0", "delay": "2ms"}), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rtts := l.pingRTTs(t, "n1", to, 10); quantile(rtts, .5) < 2 {
+			t.Errorf("delay 2ms: ping median %.3f ms", quantile(rtts, .5))
+		}
+		done, err := openAt(t, data).Sweep(ctxT(t))
+		if err != nil || len(done) != 1 || done[0] != e.ID {
+			t.Fatalf("sweep: %v %v, want [%s]", done, err, e.ID)
+		}
+		assertSame(t, "after the sweep", before, l.snapshot(t, "n1"))
+		if p := tagged(e.ID); len(p) != 0 {
+			t.Errorf("helper left after the sweep: %v", p)
+		}
+	})
 	t.Run("deadline", func(t *testing.T) {
 		before := l.snapshot(t, "n1")
 		f := mustParse(t, in, "delay", map[string]string{"nic": "rdma0", "delay": "5ms"})

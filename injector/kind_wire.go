@@ -38,7 +38,7 @@ func wireProgram(to int) asm.Instructions {
 
 // wireVeth names the ends of a fault's veth pair ("a" gets the redirected
 // frames, the helper reads "b"); neutral, as `ip link` lists them.
-func wireVeth(id, end string) string { return "cl" + id[1:] + end }
+func wireVeth(id, end string) string { return "cl-" + id[1:] + end }
 
 // wireConfig is what the helper needs; it travels as one JSON argument.
 type wireConfig struct {

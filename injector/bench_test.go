@@ -27,7 +27,7 @@ func TestInjectorBench(t *testing.T) {
 	f := Probe(ctxT(t))
 	fmt.Printf("\nkernel features: tbf=%v htb=%v netem=%v ifb=%v mirred=%v nftables=%v nft-egress=%v cgroup=%s\n",
 		f.TBF, f.HTB, f.Netem, f.IFB, f.Mirred, f.Nftables, f.NftEgress, f.Cgroup)
-	only := os.Getenv("COMMLAB_BENCH_ONLY") // latency, rate or loss
+	only := os.Getenv("COMMLAB_BENCH_ONLY") // latency, rate, loss, delay or crash
 	if only == "" || only == "latency" {
 		benchLatency(t, iter)
 	}
@@ -36,6 +36,9 @@ func TestInjectorBench(t *testing.T) {
 	}
 	if only == "" || only == "loss" {
 		benchLoss(t)
+	}
+	if only == "" || only == "delay" {
+		benchDelay(t)
 	}
 	if only == "" || only == "crash" {
 		loops := 300
@@ -126,6 +129,42 @@ func benchLoss(t *testing.T) {
 		sent, _, got, lo, hi := lossRun(t, l, in, c.pct, c.n)
 		fmt.Printf("| %s | %d | %.3f%% | %.3f%% – %.3f%% | %v |\n", c.pct, sent, 100*got, 100*max(lo, 0), 100*hi, got >= lo && got <= hi)
 	}
+}
+
+// benchDelay: asked vs added delay (ping RTT n1 to n2, delay on n1's rdma0,
+// rounds with and without it alternating) and the throughput the mechanism costs
+// (iperf3 n1 to n2 with the smallest delay, 10us, against none).
+func benchDelay(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	mech := Mechanism("delay", Probe(ctxT(t)))
+	fmt.Printf("\n### delay precision (%s; ping -i 0.01 n1 to n2, 4 alternating rounds of 50 with and without)\n\n", mech)
+	fmt.Println("| asked | RTT p50 without | RTT p50 with | added p50 | error (p50) | added p99 | added avg | error (avg) |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, d := range []float64{1, 2, 5} {
+		base, faulty := addedDelay(t, l, in, map[string]string{"nic": "rdma0", "delay": fmt.Sprintf("%gms", d)}, 4, nil)
+		added := mean(faulty) - mean(base)
+		p50 := quantile(faulty, .5) - quantile(base, .5)
+		fmt.Printf("| %g ms | %.3f ms | %.3f ms | %.3f ms | %+.1f%% | %.3f ms | %.3f ms | %+.1f%% |\n", d, quantile(base, .5), quantile(faulty, .5),
+			p50, 100*(p50/d-1), quantile(faulty, .99)-quantile(base, .99), added, 100*(added/d-1))
+	}
+	fmt.Printf("\n### delay's throughput cost (iperf3 TCP n1 to n2, 5 s after 1 s omitted, MTU 1500, delay 10us)\n\n")
+	fmt.Println("| without | with | ratio |")
+	fmt.Println("|---:|---:|---:|")
+	gbps := func() float64 {
+		rep := l.iperf3(t, "n2", "n1", "-t", "5", "-O", "1")
+		return jnum(t, rep, "end", "sum_received", "bits_per_second") / 1e9
+	}
+	without := gbps()
+	e, err := in.Apply(ctxT(t), l.target("n1"), mustParse(t, in, "delay", map[string]string{"nic": "rdma0", "delay": "10us"}), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := gbps()
+	if err := in.Revert(ctxT(t), e.ID); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("| %.2f Gbit/s | %.2f Gbit/s | %.2f |\n", without, with, with/without)
 }
 
 func kindCounts(m map[string]int) map[string]string {

@@ -69,6 +69,7 @@ func crashFaults() []struct {
 		{"shm-small", map[string]string{"size": "1MiB"}},
 		{"congestion", map[string]string{"nic": "rdma0", "senders": "n2", "rate": "10mbit", "port": "5401"}},
 		{"corrupt", map[string]string{"nic": "rdma0", "percent": "5%", "direction": "both"}},
+		{"delay", map[string]string{"nic": "rdma0", "delay": "2ms", "jitter": "200us"}},
 	}
 }
 

@@ -18,7 +18,10 @@
 //
 // [Probe] reports what the running kernel supports (this project's CI kernel has
 // tbf, htb, ifb and nftables but no sch_netem), so that a lab needing a missing
-// feature says so up front ([Injector.Supports]).
+// feature says so up front ([Injector.Supports]); [Mechanism] says how each kind
+// is applied here. Without sch_netem, delay and jitter run through a userspace
+// wire (kind_wire.go): a tc BPF redirect into a veth pair cl-<id>a/cl-<id>b and a
+// helper process relaying the frames back out with AF_PACKET after the delay.
 //
 // # Using it
 //

@@ -45,6 +45,8 @@ func (*RoCEDrop) Apply(context.Context, Target, *Op) (Undo, error)    { return n
 func (*WrongRoute) Apply(context.Context, Target, *Op) (Undo, error)  { return nil, labs.ErrNeedsLinux }
 
 func (*corruptUndo) Revert(context.Context) error   { return labs.ErrNeedsLinux }
+func (*delayUndo) Revert(context.Context) error     { return labs.ErrNeedsLinux }
+func (*wireUndo) Revert(context.Context) error      { return labs.ErrNeedsLinux }
 func (*linkStateUndo) Revert(context.Context) error { return labs.ErrNeedsLinux }
 func (*mntnsUndo) Revert(context.Context) error     { return labs.ErrNeedsLinux }
 func (*mtuUndo) Revert(context.Context) error       { return labs.ErrNeedsLinux }

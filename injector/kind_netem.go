@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Delay and Jitter need sch_netem, which not every kernel has (this project's CI
-// kernel lacks it); without it they refuse with ErrUnsupported. Corrupt (see
+// Delay and Jitter use sch_netem where the kernel has it; where it does not (this
+// project's CI kernel) they use the userspace wire (kind_wire.go). Corrupt (see
 // kind_corrupt.go) uses netem only when asked to (via=netem).
 
 // Delay adds latency (and optionally jitter) to what a NIC sends (netem, root c2:).
@@ -30,14 +30,14 @@ var (
 
 // DelayKind registers delay.
 func DelayKind() Kind {
-	return Kind{Name: "delay", Summary: "add latency to a NIC's packets (needs sch_netem)", Needs: []Feature{NeedNetem},
-		New: func() Fault { return &Delay{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
+	return Kind{Name: "delay", Summary: "add latency to what a NIC sends (sch_netem, or a userspace wire)", FixedDeadline: true,
+		New: func() Fault { return &Delay{} }, NewUndo: func() Undo { return &delayUndo{} }}
 }
 
 // JitterKind registers jitter.
 func JitterKind() Kind {
-	return Kind{Name: "jitter", Summary: "vary the latency of a NIC's packets (needs sch_netem)", Needs: []Feature{NeedNetem},
-		New: func() Fault { return &Jitter{} }, NewUndo: func() Undo { return &nicRateUndo{} }}
+	return Kind{Name: "jitter", Summary: "vary the latency of what a NIC sends (sch_netem, or a userspace wire)", FixedDeadline: true,
+		New: func() Fault { return &Jitter{} }, NewUndo: func() Undo { return &delayUndo{} }}
 }
 
 // Kind implements Fault.
@@ -83,8 +83,11 @@ func (f *Jitter) Validate() error {
 
 func (f *Delay) nics() []string    { return []string{f.NIC} }
 func (f *Jitter) nics() []string   { return []string{f.NIC} }
-func (f *Delay) claims() []string  { return []string{"qdisc-root:" + f.NIC} }
-func (f *Jitter) claims() []string { return []string{"qdisc-root:" + f.NIC} }
+func (f *Delay) claims() []string  { return delayClaims(f.NIC) }
+func (f *Jitter) claims() []string { return delayClaims(f.NIC) }
+
+// delayClaims covers both mechanisms: netem's root qdisc, the wire's egress filter.
+func delayClaims(nic string) []string { return []string{"qdisc-root:" + nic, "egress-filter:" + nic} }
 
 func (f *Jitter) base() Duration {
 	if f.Delay == 0 {
@@ -99,6 +102,9 @@ func netemCommand(nic, args string) []string {
 
 // Command implements Fault.
 func (f *Delay) Command(Target) []string {
+	if !netemProbed.Load() {
+		return wireCommand(f.NIC, f.Delay, f.Jitter)
+	}
 	args := "delay " + usec(f.Delay)
 	if f.Jitter > 0 {
 		args += " " + usec(f.Jitter)
@@ -108,6 +114,9 @@ func (f *Delay) Command(Target) []string {
 
 // Command implements Fault.
 func (f *Jitter) Command(Target) []string {
+	if !netemProbed.Load() {
+		return wireCommand(f.NIC, f.base(), f.Jitter)
+	}
 	return netemCommand(f.NIC, "delay "+usec(f.base())+" "+usec(f.Jitter))
 }
 

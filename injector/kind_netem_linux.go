@@ -51,14 +51,27 @@ func applyNetem(ctx context.Context, t Target, op *Op, nic string, attrs netlink
 	return u, ctx.Err()
 }
 
+// applyDelay delays what nic sends by netem where the kernel has it, else by the wire.
+func applyDelay(ctx context.Context, t Target, op *Op, nic string, delay, jitter Duration) (Undo, error) {
+	if !Probe(ctx).Netem {
+		return applyWire(ctx, t, op, nic, time.Duration(delay), time.Duration(jitter))
+	}
+	wrapped := *op
+	wrapped.Record = func(u Undo) error { return op.Record(&delayUndo{Netem: u.(*nicRateUndo)}) }
+	u, err := applyNetem(ctx, t, &wrapped, nic, netlink.NetemQdiscAttrs{
+		Latency: uint32(time.Duration(delay).Microseconds()), Jitter: uint32(time.Duration(jitter).Microseconds())})
+	if u == nil {
+		return nil, err
+	}
+	return &delayUndo{Netem: u.(*nicRateUndo)}, err
+}
+
 // Apply implements Fault.
 func (f *Delay) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
-		Latency: uint32(time.Duration(f.Delay).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
+	return applyDelay(ctx, t, op, f.NIC, f.Delay, f.Jitter)
 }
 
 // Apply implements Fault.
 func (f *Jitter) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	return applyNetem(ctx, t, op, f.NIC, netlink.NetemQdiscAttrs{
-		Latency: uint32(time.Duration(f.base()).Microseconds()), Jitter: uint32(time.Duration(f.Jitter).Microseconds())})
+	return applyDelay(ctx, t, op, f.NIC, f.base(), f.Jitter)
 }

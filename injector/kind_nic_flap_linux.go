@@ -173,7 +173,7 @@ func (f *NICFlap) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 
 // RunHelper runs the helper process named by args[0] ("gate", which holds a
 // fault's process until its pid is journaled, then execs it; "flap", the nic-flap
-// driver) and returns an exit code. The package's init calls it in processes the
+// driver; "relay", the delay wire) and returns an exit code. The package's init calls it in processes the
 // injector started; commlab's hidden injector-helper subcommand calls it too.
 func RunHelper(ctx context.Context, args []string, stderr io.Writer) int {
 	if len(args) > 2 && args[0] == "gate" && args[1] == "--" {
@@ -181,6 +181,13 @@ func RunHelper(ctx context.Context, args []string, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "injector-helper:", err)
 		}
 		return 1
+	}
+	if len(args) == 2 && args[0] == "relay" {
+		if err := runWire(ctx, args[1]); err != nil {
+			fmt.Fprintln(stderr, "injector-helper relay:", err)
+			return 1
+		}
+		return 0
 	}
 	if len(args) == 0 || args[0] != "flap" {
 		fmt.Fprintln(stderr, "injector-helper: want: gate -- ARGV..., or flap -netns NAME -nic NIC ...")

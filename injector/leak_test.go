@@ -3,6 +3,8 @@
 package injector
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ func TestNothingListableNamesTheFault(t *testing.T) {
 		{"loss", map[string]string{"nic": "eth0", "percent": "5%", "direction": "out"}},
 		{"roce-drop", map[string]string{"nic": "rdma0"}},
 		{"nic-rate", map[string]string{"nic": "rdma0", "rate": "1Gbit", "direction": "both"}},
+		{"delay", map[string]string{"nic": "eth0", "delay": "1ms", "jitter": "100us"}},
 	}
 	var ids []string
 	for _, f := range faults {
@@ -37,9 +40,17 @@ func TestNothingListableNamesTheFault(t *testing.T) {
 		{"nft", "list", "ruleset"},
 		{"tc", "-d", "qdisc", "show"},
 		{"tc", "filter", "show", "dev", "rdma0", "ingress"},
+		{"tc", "filter", "show", "dev", "eth0", "egress"},
 		{"ip", "-d", "link"},
 	} {
 		seen.WriteString(l.run(t, "n1", argv...))
+	}
+	// Helper processes, past the program's own name (commlab injector-helper).
+	for _, p := range tagged(ids[4]) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+		if args := strings.Split(string(b), "\x00"); len(args) > 2 {
+			seen.WriteString(strings.Join(args[2:], " "))
+		}
 	}
 	got := strings.ToLower(seen.String())
 	for _, id := range ids[:3] { // the nftables faults; nic-rate's qdiscs carry the shared handle c2:
@@ -47,7 +58,7 @@ func TestNothingListableNamesTheFault(t *testing.T) {
 			t.Errorf("fault %s cannot be found by its id in the listings", id)
 		}
 	}
-	for _, word := range []string{"port-block", "port block", "loss", "roce", "nic-rate", "comment", "block", "inject"} {
+	for _, word := range []string{"port-block", "port block", "loss", "roce", "nic-rate", "comment", "block", "inject", "delay", "jitter", "netem", "wire"} {
 		if strings.Contains(got, word) {
 			i := strings.Index(got, word)
 			t.Errorf("a learner's listing names %q: ...%s...", word, got[max(0, i-80):min(len(got), i+80)])

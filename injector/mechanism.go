@@ -29,7 +29,13 @@ func Mechanism(kind string, f Features) string {
 		}
 		return "none here: tc BPF refused (" + bpf.Error() + ") and no sch_netem"
 	case "delay", "jitter":
-		return netem("delay/jitter on the root qdisc")
+		if f.Netem {
+			return netem("delay/jitter on the root qdisc")
+		}
+		if err := TCBPF(); err != nil {
+			return "none here: no sch_netem, and the userspace wire's tc BPF redirect is refused (" + err.Error() + ")"
+		}
+		return "userspace wire (AF_PACKET with PACKET_VNET_HDR via a veth pair, tc BPF redirect at clsact egress; no sch_netem here)"
 	case "loss":
 		if f.NftEgress {
 			return nft("netdev ingress/egress hooks, numgen random")

@@ -17,7 +17,6 @@ func TestMechanism(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ kind, want string }{
-		{"delay", "none here: needs sch_netem"},
 		{"loss", "none here: needs nftables"},
 		{"nic-rate", "none here: needs sch_tbf"},
 		{"cpu-squeeze", "none here: no cgroup"},
@@ -31,5 +30,15 @@ func TestMechanism(t *testing.T) {
 		if (TCBPF() == nil) != strings.HasPrefix(m, "tc BPF at clsact") {
 			t.Errorf("corrupt: %q with TCBPF() = %v", m, TCBPF())
 		}
+		// Without netem, delay and jitter use the wire where tc BPF loads.
+		for _, k := range []string{"delay", "jitter"} {
+			m := Mechanism(k, bare)
+			if (TCBPF() == nil) != strings.HasPrefix(m, "userspace wire (AF_PACKET") {
+				t.Errorf("%s: %q with TCBPF() = %v", k, m, TCBPF())
+			}
+		}
+	}
+	if m := Mechanism("delay", full); !strings.HasPrefix(m, "sch_netem") {
+		t.Errorf("delay with netem: %q, want sch_netem", m)
 	}
 }

@@ -15,7 +15,7 @@ var (
 	// ErrInvalid marks bad input: an unknown kind, a parameter out of range, a bad name.
 	// Nothing was applied and nothing was journaled.
 	ErrInvalid = errors.New("invalid fault")
-	// ErrUnsupported marks a fault this host cannot apply (e.g. delay without sch_netem).
+	// ErrUnsupported marks a fault this host cannot apply (e.g. corrupt via=netem without sch_netem).
 	ErrUnsupported = errors.New("not supported on this host")
 	// ErrHardwareOff marks a hardware kind applied without Options.AllowHardware.
 	ErrHardwareOff = errors.New("hardware faults are off")

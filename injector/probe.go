@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Features is what this host offers to lab sandboxes (labs/netns) and fault
@@ -95,6 +96,10 @@ var (
 // Probe finds what this host supports. It runs once per process (about 50 ms,
 // root needed for the network part) and caches the answer.
 func Probe(ctx context.Context) Features {
-	probeOnce.Do(func() { probed = probe(ctx) })
+	probeOnce.Do(func() { probed = probe(ctx); netemProbed.Store(probed.Netem) })
 	return probed
 }
+
+// netemProbed is Features.Netem once a probe ran (false before): for printing a
+// command, which must not run a probe.
+var netemProbed atomic.Bool

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench-injector.sh: the fault injector's benchmark, printed as Markdown tables:
 # apply/revert latency per kind (p50/p99), nic-rate precision (asked vs iperf3) at
-# 10, 100 and 1000 Mbit/s, loss precision at 0.1, 1 and 10 %, and a long crash loop
+# 10, 100 and 1000 Mbit/s, loss precision at 0.1, 1 and 10 %, delay precision at
+# 1, 2 and 5 ms with its throughput cost (netem, or the userspace wire), and a long crash loop
 # (kill -9 mid-apply/revert, then sweep). Needs root: it builds scratch namespaces.
 # Knobs: COMMLAB_BENCH_ITER (iterations per kind, default 200), COMMLAB_CRASH_LOOPS
-# (default 300), COMMLAB_BENCH_ONLY (latency, rate, loss or crash).
+# (default 300), COMMLAB_BENCH_ONLY (latency, rate, loss, delay or crash).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then

@@ -314,7 +314,7 @@ unrecorded cl- objects at once.`,
 	return cmd
 }
 
-// newInjectorHelperCmd runs the injector's helper process (the nic-flap driver);
+// newInjectorHelperCmd runs the injector's helper processes (the nic-flap driver, the delay wire);
 // the injector starts it, people do not.
 func newInjectorHelperCmd() *cobra.Command {
 	return &cobra.Command{

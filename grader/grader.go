@@ -99,7 +99,8 @@ const PassMark = 0.7
 var (
 	weightsWithFix = map[string]float64{"class": 0.4, "location": 0.3, "evidence": 0.2, "remediation": 0.1}
 	weightsNoFix   = map[string]float64{"class": 0.45, "location": 0.3, "evidence": 0.25}
-	// An alerting lab is mostly about its rules, and passes only with rules that pass.
+	// An alerting lab is mostly about its rules, and passes only with rules that pass
+	// every recorded case.
 	weightsRules = map[string]float64{"class": 0.3, "location": 0.2, "evidence": 0.2, "remediation": 0.3}
 )
 
@@ -180,9 +181,8 @@ func Grade(in Input) (Result, error) {
 			add("remediation", 0, "grade.rules.none")
 		case len(run.Failed) == 0:
 			add("remediation", 1, "grade.rules.pass", len(run.Cases))
-		default:
-			n := len(run.Cases)
-			add("remediation", float64(n-len(run.Failed))/float64(n), "grade.rules.fail", len(run.Failed), n, strings.Join(run.Failed, ", "))
+		default: // rules that page on a flap, or miss a fault, are not half right
+			add("remediation", 0, "grade.rules.fail", len(run.Failed), len(run.Cases), strings.Join(run.Failed, ", "))
 		}
 	} else if r != nil {
 		m := in.Remediation

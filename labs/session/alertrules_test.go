@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commlab/commlab/scenarios"
 )
@@ -113,5 +114,24 @@ func TestPlainAlerts(t *testing.T) {
 		if strings.Contains(s, gone) {
 			t.Errorf("%q kept %q", s, gone)
 		}
+	}
+}
+
+// TestAlertRulesLabNeedsPromtool: without promtool an alerting lab fails at once,
+// saying what to install, before any environment comes up.
+func TestAlertRulesLabNeedsPromtool(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	src := strings.Replace(testScenario, "remediation: {measure: workload, min_ratio: 0.8}", "remediation: {measure: alert-rules, tests: ch26-comm-alerts}", 1)
+	src = strings.Replace(src, "workload: {gpu: [nccl-test]}\n", "", 1)
+	s, probs := scenarios.Parse("t.yaml", []byte(src), scenarios.Options{})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	h := &fakeHost{}
+	l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: time.Minute, NoStream: true, Log: quiet}, 1, s.Draw(1))
+	t.Cleanup(func() { l.Stop(); l.Wait() })
+	ended(t, l)
+	if st := l.Status(); st.State != Failed || !strings.Contains(st.Failure, "apt-get install prometheus") || len(h.events()) != 0 {
+		t.Errorf("state %s (%q), events %v; want failed naming the package, nothing brought up", st.State, st.Failure, h.events())
 	}
 }

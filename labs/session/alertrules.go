@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,9 @@ import (
 // AlertRulesFile is the learner's rules file, in their home, for a lab that measures
 // alerting rules.
 const AlertRulesFile = "alerts.yml"
+
+// yamlAnchor finds a YAML anchor (&name) where a node can start.
+var yamlAnchor = regexp.MustCompile(`(?m)(^|[\s\[{,:-])&[^\s\[\]{},]+`)
 
 // MaxAlertRules caps how much of the learner's rules file is read.
 const MaxAlertRules = 64 << 10
@@ -83,6 +87,12 @@ func TestAlertRules(ctx context.Context, promtool string, rules []byte, tests fs
 		return out.String(), nil
 	}
 
+	if yamlAnchor.Match(rules) {
+		// Aliases of anchors can expand a small file into a huge document (both here and
+		// in promtool); a rules file has no need of them.
+		run.Problem = "~/" + AlertRulesFile + ": YAML anchors (&name) and aliases are not accepted here"
+		return run, nil
+	}
 	if err := os.WriteFile(filepath.Join(dir, AlertRulesFile), rules, 0o600); err != nil {
 		return run, err
 	}

@@ -60,6 +60,7 @@ func TestAlertRulesCh26(t *testing.T) {
 		{name: "rate of a gauge: busbw never pages", edits: [][2]string{{"nccl_tests_busbw_gbps < 0.8 * 180", "rate(nccl_tests_busbw_gbps[5m]) < 0"}}, failed: []string{"busbw-drop"}},
 		{name: "a bad expression", edits: [][2]string{{"> 0.01", "> > 0.01"}}, problem: "could not parse expression"},
 		{name: "not rules", edits: [][2]string{{"groups:", "grups:"}}, problem: "field grups not found"},
+		{name: "an anchor", edits: [][2]string{{"labels: {severity: page}", "labels: &l {severity: page}"}}, problem: "YAML anchors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rules := string(ref)

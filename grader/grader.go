@@ -44,6 +44,16 @@ type Measurement struct {
 	After    float64 // after the learner's fix
 }
 
+// RulesRun is the learner's alerting rules run through the lab's promtool rule unit
+// tests: each case is one recorded situation (a fault that must page, a flapping or
+// healthy series that must not).
+type RulesRun struct {
+	Cases  []string // every case, by name
+	Failed []string // the cases the rules failed
+	// Problem says why nothing could be tested (no rules file, rules promtool rejects).
+	Problem string
+}
+
 // Input is everything a grading needs.
 type Input struct {
 	Variant     *scenarios.Variant
@@ -55,6 +65,8 @@ type Input struct {
 	// Remediation is the re-measurement, nil when the lab has no remediation check or the
 	// learner did not ask for it.
 	Remediation *Measurement
+	// Rules is the alerting-rules test of a lab that measures rules (nil: not run).
+	Rules *RulesRun
 }
 
 // Criterion is one line of the score breakdown.
@@ -87,6 +99,9 @@ const PassMark = 0.7
 var (
 	weightsWithFix = map[string]float64{"class": 0.4, "location": 0.3, "evidence": 0.2, "remediation": 0.1}
 	weightsNoFix   = map[string]float64{"class": 0.45, "location": 0.3, "evidence": 0.25}
+	// An alerting lab is mostly about its rules, and passes only with rules that pass
+	// every recorded case.
+	weightsRules = map[string]float64{"class": 0.3, "location": 0.2, "evidence": 0.2, "remediation": 0.3}
 )
 
 // Grade scores a diagnosis.
@@ -94,7 +109,11 @@ func Grade(in Input) (Result, error) {
 	v := in.Variant
 	s := v.Scenario
 	weights := weightsNoFix
-	if s.Remediation != nil {
+	rules := s.Remediation != nil && s.Remediation.Measure == scenarios.MeasureAlertRules
+	switch {
+	case rules:
+		weights = weightsRules
+	case s.Remediation != nil:
 		weights = weightsWithFix
 	}
 	var res Result
@@ -151,7 +170,21 @@ func Grade(in Input) (Result, error) {
 	add("evidence", frac, key, args...)
 
 	// Remediation: measured again by the lab, never taken from the learner.
-	if r := s.Remediation; r != nil {
+	if r := s.Remediation; rules {
+		run := in.Rules
+		switch {
+		case run == nil:
+			add("remediation", 0, "grade.rules.none")
+		case run.Problem != "":
+			add("remediation", 0, "grade.rules.problem", run.Problem)
+		case len(run.Cases) == 0:
+			add("remediation", 0, "grade.rules.none")
+		case len(run.Failed) == 0:
+			add("remediation", 1, "grade.rules.pass", len(run.Cases))
+		default: // rules that page on a flap, or miss a fault, are not half right
+			add("remediation", 0, "grade.rules.fail", len(run.Failed), len(run.Cases), strings.Join(run.Failed, ", "))
+		}
+	} else if r != nil {
 		m := in.Remediation
 		switch {
 		case m == nil:
@@ -194,7 +227,7 @@ func Grade(in Input) (Result, error) {
 	}
 	res.Score = math.Max(0, math.Round(res.Score*1000)/1000)
 	res.Passed = res.Score >= PassMark && full(res, "class") && full(res, "location") &&
-		(s.Remediation == nil || !s.Remediation.Required || full(res, "remediation"))
+		(s.Remediation == nil || !(s.Remediation.Required || rules) || full(res, "remediation"))
 	return res, nil
 }
 
@@ -265,6 +298,10 @@ var details = map[string]string{
 	"grade.fix.beat":          "busbw %.3f GB/s against the starting %.3f GB/s: %.2f× (target %.2f×)",
 	"grade.fix.beatshort":     "busbw %.3f GB/s against the starting %.3f GB/s: only %.2f×, target %.2f×",
 	"grade.fix.short":         "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%",
+	"grade.rules.none":        "no alerting rules were tested",
+	"grade.rules.problem":     "the alerting rules could not be tested: %s",
+	"grade.rules.pass":        "the alerting rules pass all %d recorded cases",
+	"grade.rules.fail":        "the alerting rules fail %d of %d recorded cases: %s",
 	"grade.hints":             "%d hint(s) used",
 	"grade.checks":            "%d answer check(s) used",
 }

@@ -261,3 +261,45 @@ func TestCheckCost(t *testing.T) {
 		}
 	}
 }
+
+// TestGradeAlertRules: a lab that measures alerting rules weighs them at 30 % and passes
+// only when every recorded case passes.
+func TestGradeAlertRules(t *testing.T) {
+	src := strings.Replace(scenarioYAML, "remediation: {measure: workload, min_ratio: 0.8}", "remediation: {measure: alert-rules, tests: ch26-comm-alerts}", 1)
+	src = strings.Replace(src, "workload: {gpu: [nccl-test]}\n", "", 1)
+	s, probs := scenarios.Parse("t.yaml", []byte(src), scenarios.Options{})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	v := s.Draw(1)
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	cases := []string{"a", "b", "c", "d"}
+	for _, tc := range []struct {
+		name       string
+		rules      *RulesRun
+		wantPass   bool
+		wantScore  float64
+		wantDetail string
+	}{
+		{"all cases pass", &RulesRun{Cases: cases}, true, 1, "pass all 4"},
+		{"one case fails", &RulesRun{Cases: cases, Failed: []string{"c"}}, false, 0.7, "fail 1 of 4 recorded cases: c"},
+		{"rules promtool rejects", &RulesRun{Cases: cases, Problem: "~/alerts.yml: bad"}, false, 0.7, "could not be tested: ~/alerts.yml: bad"},
+		{"not tested", nil, false, 0.7, "no alerting rules"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Grade(Input{Variant: v, Diagnosis: right, Transcripts: transcripts(), Rules: tc.rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var detail string
+			for _, c := range r.Criteria {
+				if c.Name == "remediation" {
+					detail = c.Detail
+				}
+			}
+			if r.Passed != tc.wantPass || r.Score != tc.wantScore || !strings.Contains(detail, tc.wantDetail) {
+				t.Errorf("passed %v score %v detail %q, want %v %v %q", r.Passed, r.Score, detail, tc.wantPass, tc.wantScore, tc.wantDetail)
+			}
+		})
+	}
+}

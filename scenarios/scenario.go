@@ -112,13 +112,23 @@ type EvidenceSpec struct {
 // lab's starting figure (the self-test's, with the untuned setting in place).
 // Required makes reaching the bar a condition of passing, for a lab with two causes
 // whose answer names one and whose fix removes the other (the capstone).
+// An alerting lab measures the learner's Prometheus rules instead (MeasureAlertRules):
+// promtool's rule unit tests named by Tests (AlertTests) run against ~/alerts.yml; its
+// rules are always required.
 type Remediation struct {
-	Measure  string  `yaml:"measure"` // "workload"
+	Measure  string  `yaml:"measure"` // MeasureWorkload or MeasureAlertRules
 	MinRatio float64 `yaml:"min_ratio"`
 	Beat     float64 `yaml:"beat"`
 	Required bool    `yaml:"required"`
+	Tests    string  `yaml:"tests"`
 	Describe string  `yaml:"describe"`
 }
+
+// Remediation measures.
+const (
+	MeasureWorkload   = "workload"    // the lab's workload, run again
+	MeasureAlertRules = "alert-rules" // the learner's alerting rules, unit-tested by promtool
+)
 
 // Bar is the busbw (GB/s) the re-measure must reach, from the healthy baseline and the
 // starting (self-test) figure.
@@ -377,9 +387,19 @@ func (v *validator) validate() {
 		}
 		v.checkRefs(at, e.Command, e.Output, e.Node)
 	}
-	if r := s.Remediation; r != nil {
-		if r.Measure != "workload" {
-			v.at("$.remediation.measure", "remediation measure must be workload (the lab's workload, run again), got %q", r.Measure)
+	if r := s.Remediation; r != nil && r.Measure == MeasureAlertRules {
+		if r.Beat != 0 || r.MinRatio != 0 {
+			v.at("$.remediation", "an alert-rules check takes tests, not min_ratio or beat")
+		}
+		if _, err := AlertTests(r.Tests); err != nil {
+			v.at("$.remediation.tests", "%v", err)
+		}
+	} else if r != nil {
+		if r.Measure != MeasureWorkload {
+			v.at("$.remediation.measure", "remediation measure must be workload (the lab's workload, run again) or alert-rules (the learner's ~/alerts.yml, tested by promtool), got %q", r.Measure)
+		}
+		if r.Tests != "" {
+			v.at("$.remediation.tests", "tests belong to measure: alert-rules")
 		}
 		switch {
 		case r.Beat != 0 && r.MinRatio != 0:

@@ -73,6 +73,7 @@ type labIntroData struct {
 	NICList     string
 	Minutes     int
 	Remediate   bool
+	Rules       bool // the remediation is the learner's alerting rules, not a fix
 	// Current is the learner's running lab, whichever scenario it is.
 	Current *session.Lab
 	Off     string
@@ -99,7 +100,7 @@ func (s *Server) labIntro(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	d := labIntroData{Scenario: sc, Minutes: int(session.DefaultTTL / time.Minute), Remediate: sc.Remediation != nil}
+	d := labIntroData{Scenario: sc, Minutes: int(session.DefaultTTL / time.Minute), Remediate: sc.Remediation != nil, Rules: alertRules(sc)}
 	if ch, ok := s.lib.Course().Chapter(sc.Chapter); ok {
 		d.Chapter = ch.Title
 	}
@@ -240,6 +241,7 @@ type labPageData struct {
 	Injected  []string
 	Scenario  *scenarios.Scenario
 	Remediate bool
+	Rules     bool
 	// Exam is set for a lab of an exam attempt: the page names neither the
 	// scenario nor its chapter, and offers no hints, checks, give-up nor debrief.
 	Exam *labExam
@@ -306,7 +308,7 @@ func (s *Server) labPage(c *gin.Context) {
 	sc := l.Variant.Scenario
 	lang := langOf(c)
 	d := labPageData{Lab: l, Status: st, StepText: web.T(lang, st.Step), Running: l.Running(), Scenario: sc,
-		Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil, Where: whereFields(sc)}
+		Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil, Rules: alertRules(sc), Where: whereFields(sc)}
 	if st.State != session.Failed {
 		d.Task, _ = course.Markdown(l.Variant.Task())
 	}
@@ -681,4 +683,9 @@ func (s *Server) labMetrics(c *gin.Context) {
 			}
 		}
 	}
+}
+
+// alertRules says whether a lab grades the learner's alerting rules (~/alerts.yml).
+func alertRules(sc *scenarios.Scenario) bool {
+	return sc.Remediation != nil && sc.Remediation.Measure == scenarios.MeasureAlertRules
 }

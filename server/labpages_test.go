@@ -357,7 +357,8 @@ func TestLabPayloadsNameNoFault(t *testing.T) {
 func TestLabKeysTranslated(t *testing.T) {
 	keys := append(grader.DetailKeys(), session.StepUp, session.StepShells, session.StepBaseline, session.StepInject,
 		session.StepSelfTest, session.StepReady, "crit.class", "crit.location", "crit.evidence", "crit.remediation",
-		"crit.hints", "crit.checks", "lab.fault.event", "err.nochecks", "err.grade")
+		"crit.hints", "crit.checks", "lab.fault.event", "err.nochecks", "err.grade",
+		"lab.rulesfirst", "lab.intro.rules")
 	for _, k := range keys {
 		zh, en := web.T("zh", k), web.T("en", k)
 		if zh == k || en == zh {
@@ -383,6 +384,11 @@ func TestLabPages(t *testing.T) {
 	}
 	if strings.Contains(intro, "${") {
 		t.Error("intro page shows a raw ${param}")
+	}
+	// An alerting lab grades the learner's rules, not a re-measured fix.
+	_, rules, _ := e.do(e.c, "GET", "/labs/ch26-alert-rules", nil)
+	if !strings.Contains(rules, web.T("zh", "lab.intro.rules")) || strings.Contains(rules, web.T("zh", "lab.intro.fix")) {
+		t.Error("the alerting lab's intro does not say its rules are graded")
 	}
 
 	path := e.startLab("ch08-link-loss", nil)

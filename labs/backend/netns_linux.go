@@ -102,25 +102,43 @@ func (e *netnsEnv) Workload(ctx context.Context, w *scenarios.Workload, env []st
 }
 
 // learnerJobEnv reads the learner's ~/job.env (absent: nothing), read before every
-// run so an edit takes effect at the next one. The file is the learner's: it is
-// opened without following a link and read at most 64 KiB.
+// run so an edit takes effect at the next one.
 func (e *netnsEnv) learnerJobEnv() ([]string, error) {
-	f, err := os.OpenFile(filepath.Join(e.sb.LearnerHome(), "job.env"), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	data, err := e.LearnerFile("job.env", 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("~/job.env: %w", err)
+		return nil, err
+	}
+	return session.ParseJobEnv("~/job.env", data)
+}
+
+var _ session.LearnerFiles = (*netnsEnv)(nil)
+
+// LearnerFile implements session.LearnerFiles: the file is the learner's, so it is
+// opened without following a link (nor blocking on a FIFO), must be a regular file
+// and may hold at most max bytes.
+func (e *netnsEnv) LearnerFile(name string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(filepath.Join(e.sb.LearnerHome(), name), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("~/%s: %w", name, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, errors.New("~/job.env: not a regular file")
+		return nil, fmt.Errorf("~/%s: not a regular file", name)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("~/job.env: %w", err)
+		return nil, fmt.Errorf("~/%s: %w", name, err)
 	}
-	return session.ParseJobEnv("~/job.env", data)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("~/%s: larger than %d KiB", name, max>>10)
+	}
+	return data, nil
 }
 
 func (e *netnsEnv) Down(ctx context.Context) error { return e.sb.Down(ctx) }

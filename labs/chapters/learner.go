@@ -447,9 +447,11 @@ func Play(t *testing.T, scenario string, seed uint64, story func(*Learner) Verdi
 }
 
 // parallel says whether a lab may share the host with other labs: it measures
-// nothing whose ratio another lab's load could spoil.
+// nothing whose ratio another lab's load could spoil (alerting rules are tested on
+// recorded series, not timed).
 func parallel(t *testing.T, id string, opts []Option) bool {
-	return scenario(t, id).Remediation == nil && !slices.Contains(opts, Alone)
+	r := scenario(t, id).Remediation
+	return (r == nil || r.Measure == scenarios.MeasureAlertRules) && !slices.Contains(opts, Alone)
 }
 
 // SeedsEnv chooses which of a lab's seeds PlaySeeds plays: the first by default

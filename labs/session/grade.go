@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/scenarios"
 )
 
 // Transcripts parses every terminal's recording.
@@ -124,6 +125,18 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 			after = max(after, bw)
 		}
 		in.Remediation = &grader.Measurement{Baseline: l.baseline, Faulted: l.faulted, After: after}
+	}
+	if r := l.Variant.Scenario.Remediation; r != nil && r.Measure == scenarios.MeasureAlertRules {
+		tests, err := scenarios.AlertTests(r.Tests)
+		if err != nil {
+			return grader.Result{}, err
+		}
+		l.mu.Lock()
+		env := l.env
+		l.mu.Unlock()
+		if in.Rules, err = gradeAlertRules(ctx, env, tests); err != nil {
+			return grader.Result{}, fmt.Errorf("test the alerting rules: %w", err)
+		}
 	}
 	res, err := grader.Grade(in)
 	if err != nil {

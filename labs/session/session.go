@@ -255,6 +255,12 @@ func (l *Lab) run() {
 	s := l.Variant.Scenario
 	ctx := l.ctx
 
+	if r := s.Remediation; r != nil && r.Measure == scenarios.MeasureAlertRules {
+		if _, err := Promtool(); err != nil {
+			l.fail(err)
+			return
+		}
+	}
 	l.setStep(1, StepUp)
 	env, err := l.cfg.Provider.Up(ctx, s.Environment, l.cfg.TTL, func(step string) { l.log.Info("environment", "step", step) })
 	if err != nil {

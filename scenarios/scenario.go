@@ -338,8 +338,9 @@ func (v *validator) validate() {
 			v.at(at, "param %s: more than 10000 values", name)
 		}
 	}
-	if len(s.Faults) == 0 {
-		v.at("$.faults", "a lab injects at least one fault")
+	// A tuning lab (remediation.beat) may inject nothing: its poor setting is the job's own.
+	if len(s.Faults) == 0 && (s.Remediation == nil || s.Remediation.Beat == 0) {
+		v.at("$.faults", "a lab injects at least one fault (only a tuning lab, remediation.beat, may inject none)")
 	}
 	for i, f := range s.Faults {
 		v.checkRefs(fmt.Sprintf("$.faults[%d]", i), append(mapValues(f.Params), f.Node)...)

@@ -330,7 +330,9 @@ func (l *Lab) run() {
 		l.injected = append(l.injected, f.Node+": "+cmd)
 		l.mu.Unlock()
 	}
-	l.samples.event(FaultEvent)
+	if len(faults) > 0 {
+		l.samples.event(FaultEvent)
+	}
 	if late && !openShells() {
 		return
 	}

@@ -109,7 +109,8 @@ type EvidenceSpec struct {
 // Remediation re-measures after the learner's fix. A fault lab sets MinRatio: the
 // workload's busbw must come back to at least MinRatio of the healthy baseline measured
 // before the fault. A tuning lab sets Beat instead: the busbw must reach Beat times the
-// lab's starting figure (the self-test's, with the untuned setting in place).
+// lab's starting figure (the self-test's, with the untuned setting in place; the
+// better of the baseline and the self-test when the lab injects nothing).
 // Required makes reaching the bar a condition of passing, for a lab with two causes
 // whose answer names one and whose fix removes the other (the capstone).
 type Remediation struct {

@@ -351,6 +351,11 @@ func (l *Lab) run() {
 			return
 		}
 		l.faulted = bw
+		if s.Remediation.Beat > 0 && len(faults) == 0 {
+			// Nothing was injected: the baseline measured the same untuned setting. The
+			// better of the two runs is the start, so one unlucky run cannot lower the bar.
+			l.faulted = max(bw, l.baseline)
+		}
 		l.samples.add(bw)
 		if s.Remediation.Beat > 0 && bw <= 0 {
 			l.fail(fmt.Errorf("self-test: the untuned workload measured nothing to beat: start the lab again"))

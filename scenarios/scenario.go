@@ -109,7 +109,8 @@ type EvidenceSpec struct {
 // Remediation re-measures after the learner's fix. A fault lab sets MinRatio: the
 // workload's busbw must come back to at least MinRatio of the healthy baseline measured
 // before the fault. A tuning lab sets Beat instead: the busbw must reach Beat times the
-// lab's starting figure (the self-test's, with the untuned setting in place).
+// lab's starting figure (the self-test's, with the untuned setting in place; the
+// better of the baseline and the self-test when the lab injects nothing).
 // Required makes reaching the bar a condition of passing, for a lab with two causes
 // whose answer names one and whose fix removes the other (the capstone).
 // An alerting lab measures the learner's Prometheus rules instead (MeasureAlertRules):
@@ -348,8 +349,9 @@ func (v *validator) validate() {
 			v.at(at, "param %s: more than 10000 values", name)
 		}
 	}
-	if len(s.Faults) == 0 {
-		v.at("$.faults", "a lab injects at least one fault")
+	// A tuning lab (remediation.beat) may inject nothing: its poor setting is the job's own.
+	if len(s.Faults) == 0 && (s.Remediation == nil || s.Remediation.Beat == 0) {
+		v.at("$.faults", "a lab injects at least one fault (only a tuning lab, remediation.beat, may inject none)")
 	}
 	for i, f := range s.Faults {
 		v.checkRefs(fmt.Sprintf("$.faults[%d]", i), append(mapValues(f.Params), f.Node)...)

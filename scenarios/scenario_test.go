@@ -56,6 +56,28 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// noFaults is good.yaml's faults block.
+const noFaults = "faults:\n  - kind: nic-rate\n    node: ${node}\n    params:\n      nic: rdma0\n      rate: ${rate}mbit\n"
+
+// TestTuningLabWithoutFaults: a tuning lab (remediation.beat) may inject nothing, its
+// poor setting being the job's own environment.
+func TestTuningLabWithoutFaults(t *testing.T) {
+	src := good(t)
+	for old, new := range map[string]string{noFaults: "faults: []\n", "min_ratio: 0.8": "beat: 1.5"} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("fixture lacks %q", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	s, probs := Parse("tune.yaml", []byte(src), testOpts)
+	if len(probs) > 0 {
+		t.Fatalf("problems:\n%v", probs)
+	}
+	if len(s.Faults) != 0 || s.Remediation.Beat != 1.5 {
+		t.Errorf("parsed %+v", s)
+	}
+}
+
 // TestProblems checks that each semantic error is reported at its file:line:column.
 func TestProblems(t *testing.T) {
 	tests := []struct {
@@ -81,6 +103,7 @@ func TestProblems(t *testing.T) {
 		{"good.yaml", "unknown alert test set", "measure: workload\n  min_ratio: 0.8", "measure: alert-rules\n  tests: ch99", `37:10: alert test set "ch99": no such set (shipped: [ch26-comm-alerts])`},
 		{"good.yaml", "alert rules with a ratio", "measure: workload", "measure: alert-rules\n  tests: ch26-comm-alerts", "36:10: an alert-rules check takes tests, not min_ratio or beat"},
 		{"good.yaml", "tests without alert rules", "min_ratio: 0.8", "min_ratio: 0.8\n  tests: ch26-comm-alerts", "38:10: tests belong to measure: alert-rules"},
+		{"good.yaml", "fault lab without faults", noFaults, "faults: []\n", "16:9: a lab injects at least one fault"},
 		{"good.yaml", "hint too costly", "cost: 0.1", "cost: 0.9", "39:9: a hint needs text"},
 		{"good.yaml", "type error", "min_ratio: 0.8", "min_ratio: high", "37:14: "},
 		{"good.yaml", "gpu workload in a netns lab", "workload:\n", "workload:\n  gpu: [pcie]\n", "8:8: workload.gpu runs on a GPU node"},

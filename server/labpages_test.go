@@ -356,7 +356,7 @@ func TestLabPayloadsNameNoFault(t *testing.T) {
 // Every text the lab code sends by key exists in both UI languages.
 func TestLabKeysTranslated(t *testing.T) {
 	keys := append(grader.DetailKeys(), session.StepUp, session.StepShells, session.StepBaseline, session.StepInject,
-		session.StepSelfTest, session.StepReady, "crit.class", "crit.location", "crit.evidence", "crit.remediation",
+		session.StepSelfTest, session.StepUntuned, session.StepReady, "crit.class", "crit.location", "crit.evidence", "crit.remediation",
 		"crit.hints", "crit.checks", "lab.fault.event", "err.nochecks", "err.grade",
 		"lab.rulesfirst", "lab.intro.rules")
 	for _, k := range keys {

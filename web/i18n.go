@@ -212,6 +212,7 @@ var messages = map[string]pair{
 	"lab.step.up":             {"创建虚拟集群（网络命名空间、网卡、交换机）", "Creating the virtual cluster (network namespaces, NICs, switches)"},
 	"lab.step.shells":         {"打开各节点的终端", "Opening a terminal on each node"},
 	"lab.step.baseline":       {"测量健康基线（故障尚未出现）", "Measuring the healthy baseline (no fault yet)"},
+	"lab.step.untuned":        {"测量未调优的起点（本实验没有注入故障）", "Measuring the untuned starting figure (this lab injects no fault)"},
 	"lab.step.inject":         {"故障即将出现", "The fault is about to appear"},
 	"lab.step.selftest":       {"自检：确认故障确实影响了工作负载", "Self-test: checking that the fault really slows the workload"},
 	"lab.step.ready":          {"就绪：评分已确认", "Ready: scoring confirmed"},

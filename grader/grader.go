@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -240,12 +241,14 @@ func full(r Result, name string) bool {
 	return false
 }
 
-// evidence checks each reference against the server's transcripts.
+// evidence checks each reference against the server's transcripts. An item that asks
+// for healthy nodes too earns full credit only with them; without, half.
 func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Transcript) (float64, string, []any) {
 	if len(refs) == 0 {
 		return 0, "grade.evidence.none", nil
 	}
 	var notRun, forged, notShown []string
+	var half []any // the first fault shown without enough healthy nodes
 	for _, ref := range refs {
 		id := fmt.Sprintf("%s#%d", ref.Terminal, ref.Seq)
 		cmd, node, ok := find(ts, ref)
@@ -257,17 +260,30 @@ func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Tra
 			forged = append(forged, id)
 			continue
 		}
+		shown := false
 		for _, p := range patterns {
-			if p.Node != "" && p.Node != node {
+			if p.Node != "" && p.Node != node || !shows(p.Command, p.Output, cmd) {
 				continue
 			}
-			if p.Command.MatchString(cmd.Line) && simpleCommand(cmd.Line) && p.Output.MatchString(cmd.Output) {
+			if p.Healthy == nil {
 				return 1, "grade.evidence.shows", []any{id, cmd.Line}
 			}
+			shown = true
+			passed := healthyNodes(p, node, refs, ts)
+			if passed >= p.Spec.Healthy.Nodes {
+				return 1, "grade.evidence.healthy", []any{id, cmd.Line, passed}
+			}
+			if half == nil {
+				half = []any{id, cmd.Line, passed, p.Spec.Healthy.Nodes}
+			}
 		}
-		notShown = append(notShown, id)
+		if !shown {
+			notShown = append(notShown, id)
+		}
 	}
 	switch {
+	case half != nil:
+		return 0.5, "grade.evidence.nohealthy", half
 	case len(forged) > 0:
 		return 0, "grade.evidence.forged", []any{strings.Join(forged, ", ")}
 	case len(notShown) > 0:
@@ -276,34 +292,53 @@ func evidence(patterns []scenarios.EvidencePattern, refs []EvidenceRef, ts []Tra
 	return 0, "grade.evidence.notrun", []any{strings.Join(notRun, ", ")}
 }
 
+// shows reports whether a plain run of a command matching command printed output.
+func shows(command, output *regexp.Regexp, c record.Command) bool {
+	return !c.Tampered && command.MatchString(c.Line) && simpleCommand(c.Line) && output.MatchString(c.Output)
+}
+
+// healthyNodes counts the nodes other than faulty on which a cited command of p's check
+// printed the healthy output.
+func healthyNodes(p scenarios.EvidencePattern, faulty string, refs []EvidenceRef, ts []Transcript) int {
+	passed := map[string]bool{}
+	for _, ref := range refs {
+		if cmd, node, ok := find(ts, ref); ok && node != faulty && shows(p.Command, p.Healthy, cmd) {
+			passed[node] = true
+		}
+	}
+	return len(passed)
+}
+
 // details are the English texts of the criteria's keys (the web catalogue has them in
 // every UI language).
 var details = map[string]string{
-	"grade.class.right":       "right fault class",
-	"grade.class.category":    "right category, wrong fault class",
-	"grade.class.wrong":       "wrong fault class",
-	"grade.class.unknown":     "%q is not a fault class",
-	"grade.location.right":    "right location",
-	"grade.location.wrong":    "wrong location",
-	"grade.location.partial":  "wrong %s",
-	"grade.evidence.none":     "no evidence picked",
-	"grade.evidence.shows":    "%s (%s) shows the fault",
-	"grade.evidence.notrun":   "%s was not run in this lab",
-	"grade.evidence.forged":   "%s printed forged shell markers",
-	"grade.evidence.notshown": "%s does not show the fault (it must be a plain command, at most piped into grep/head/tail, run on the node that has it)",
-	"grade.fix.none":          "no re-measurement after a fix",
-	"grade.fix.nobaseline":    "no healthy baseline was measured",
-	"grade.fix.back":          "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s)",
-	"grade.fix.nostart":       "no starting (untuned) figure was measured",
-	"grade.fix.beat":          "busbw %.3f GB/s against the starting %.3f GB/s: %.2f× (target %.2f×)",
-	"grade.fix.beatshort":     "busbw %.3f GB/s against the starting %.3f GB/s: only %.2f×, target %.2f×",
-	"grade.fix.short":         "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%",
-	"grade.rules.none":        "no alerting rules were tested",
-	"grade.rules.problem":     "the alerting rules could not be tested: %s",
-	"grade.rules.pass":        "the alerting rules pass all %d recorded cases",
-	"grade.rules.fail":        "the alerting rules fail %d of %d recorded cases: %s",
-	"grade.hints":             "%d hint(s) used",
-	"grade.checks":            "%d answer check(s) used",
+	"grade.class.right":        "right fault class",
+	"grade.class.category":     "right category, wrong fault class",
+	"grade.class.wrong":        "wrong fault class",
+	"grade.class.unknown":      "%q is not a fault class",
+	"grade.location.right":     "right location",
+	"grade.location.wrong":     "wrong location",
+	"grade.location.partial":   "wrong %s",
+	"grade.evidence.none":      "no evidence picked",
+	"grade.evidence.shows":     "%s (%s) shows the fault",
+	"grade.evidence.healthy":   "%s (%s) shows the fault, and the same check passes on %d other nodes",
+	"grade.evidence.nohealthy": "%s (%s) shows the fault, but the same check is cited passing on %d other nodes, not the %d it needs to be trusted",
+	"grade.evidence.notrun":    "%s was not run in this lab",
+	"grade.evidence.forged":    "%s printed forged shell markers",
+	"grade.evidence.notshown":  "%s does not show the fault (it must be a plain command, at most piped into grep/head/tail, run on the node that has it)",
+	"grade.fix.none":           "no re-measurement after a fix",
+	"grade.fix.nobaseline":     "no healthy baseline was measured",
+	"grade.fix.back":           "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s)",
+	"grade.fix.nostart":        "no starting (untuned) figure was measured",
+	"grade.fix.beat":           "busbw %.3f GB/s against the starting %.3f GB/s: %.2f× (target %.2f×)",
+	"grade.fix.beatshort":      "busbw %.3f GB/s against the starting %.3f GB/s: only %.2f×, target %.2f×",
+	"grade.fix.short":          "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%",
+	"grade.rules.none":         "no alerting rules were tested",
+	"grade.rules.problem":      "the alerting rules could not be tested: %s",
+	"grade.rules.pass":         "the alerting rules pass all %d recorded cases",
+	"grade.rules.fail":         "the alerting rules fail %d of %d recorded cases: %s",
+	"grade.hints":              "%d hint(s) used",
+	"grade.checks":             "%d answer check(s) used",
 }
 
 // DetailKeys lists every key a criterion can carry (the web catalogue must have them).

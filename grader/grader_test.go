@@ -303,3 +303,69 @@ func TestGradeAlertRules(t *testing.T) {
 		})
 	}
 }
+
+// A check-writing lab's evidence: the check that catches the fault must also be cited
+// passing on enough other nodes; otherwise it earns half the evidence credit.
+func TestGradeHealthy(t *testing.T) {
+	src := strings.NewReplacer(
+		"rate: {choose: [\"80\"]}", "mtu: {choose: [\"1280\"]}",
+		"params: {nic: rdma0, rate: \"${rate}mbit\"}", "params: {nic: rdma0, mtu: \"${mtu}\"}",
+		"nic-rate-limited", "mtu-mismatch",
+		"- {id: tbf, node: \"${node}\", command: '^tc\\b.*\\bqdisc\\b', output: 'qdisc tbf \\S+ root .*rate ${rate}Mbit'}",
+		"- {id: sysfs, node: \"${node}\", command: '^cat /sys/class/net/rdma0/mtu$', output: '^${mtu}$', healthy: {nodes: 2, output: '^1500$'}}\n"+
+			"  - {id: plain, node: \"${node}\", command: '^ip link', output: 'mtu ${mtu} '}",
+	).Replace(scenarioYAML)
+	s, probs := scenarios.Parse("h.yaml", []byte(src), scenarios.Options{})
+	if len(probs) > 0 || len(s.Evidence) != 2 {
+		t.Fatalf("%v\n%s", probs, src)
+	}
+	s.Remediation = nil
+	cat := "cat /sys/class/net/rdma0/mtu"
+	node := func(n string, cmds ...record.Command) Transcript {
+		for i := range cmds {
+			cmds[i].Seq = i + 1
+		}
+		return Transcript{Terminal: n, Node: n, Commands: cmds}
+	}
+	ts := []Transcript{
+		node("node2", record.Command{Line: cat, Output: "1280"}, record.Command{Line: cat, Output: "1280"},
+			record.Command{Line: "ip link show dev rdma0", Output: "rdma0: <UP> mtu 1280 qdisc"}),
+		node("node1", record.Command{Line: cat, Output: "1500"}, record.Command{Line: "cat /sys/class/net/eth0/mtu", Output: "1500"},
+			record.Command{Line: "echo 1500 | cat", Output: "1500"}),
+		node("node3", record.Command{Line: cat, Output: "1500"}, record.Command{Line: cat, Output: "1500", Tampered: true}),
+		node("node4", record.Command{Line: cat, Output: "1500"}),
+	}
+	for _, tt := range []struct {
+		name   string
+		cite   []EvidenceRef
+		earned float64 // share of the evidence weight
+		detail string
+	}{
+		{"the bad node only", []EvidenceRef{{"node2", 1}}, 0.5, "passing on 0 other nodes, not the 2"},
+		{"the bad node and one healthy node", []EvidenceRef{{"node2", 1}, {"node1", 1}}, 0.5, "passing on 1 other nodes, not the 2"},
+		{"the bad node and two healthy nodes", []EvidenceRef{{"node1", 1}, {"node2", 1}, {"node3", 1}}, 1, "the same check passes on 2 other nodes"},
+		{"the bad node and three healthy nodes", []EvidenceRef{{"node2", 1}, {"node1", 1}, {"node3", 1}, {"node4", 1}}, 1, "passes on 3 other nodes"},
+		{"the bad node twice is one node", []EvidenceRef{{"node2", 1}, {"node2", 2}, {"node1", 1}}, 0.5, "passing on 1 other nodes"},
+		{"one healthy node twice is one node", []EvidenceRef{{"node2", 1}, {"node1", 1}, {"node1", 1}}, 0.5, "passing on 1 other nodes"},
+		{"another check on the healthy node", []EvidenceRef{{"node2", 1}, {"node1", 2}, {"node4", 1}}, 0.5, "passing on 1 other nodes"},
+		{"echoed or forged healthy output", []EvidenceRef{{"node2", 1}, {"node1", 3}, {"node3", 2}}, 0.5, "passing on 0 other nodes"},
+		{"healthy nodes without the catch", []EvidenceRef{{"node1", 1}, {"node3", 1}, {"node4", 1}}, 0, "does not show"},
+		{"an item without a healthy half", []EvidenceRef{{"node2", 3}}, 1, "shows the fault"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Grade(Input{Variant: s.Draw(1), Diagnosis: Diagnosis{"mtu-mismatch", map[string]string{"node": "node2", "nic": "rdma0"}, tt.cite}, Transcripts: ts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Criteria {
+				if c.Name == "evidence" {
+					if abs(c.Earned-tt.earned*c.Weight) > 1e-9 || !strings.Contains(c.Detail, tt.detail) {
+						t.Errorf("evidence %+v, want %.1f of the weight with %q", c, tt.earned, tt.detail)
+					}
+					return
+				}
+			}
+			t.Fatal("no evidence criterion")
+		})
+	}
+}

@@ -104,6 +104,18 @@ type EvidenceSpec struct {
 	Node     string `yaml:"node"`
 	Command  string `yaml:"command"`
 	Output   string `yaml:"output"`
+	// Healthy, if set, asks that the check also be shown passing where nothing is wrong.
+	Healthy *HealthyCheck `yaml:"healthy"`
+}
+
+// HealthyCheck is the other half of a check-writing lab's evidence: a check is only
+// trusted once it also passes on healthy nodes. Besides the command that shows the fault,
+// the learner cites the same check (a command matching the item's command pattern, run
+// the same plain way) on at least Nodes other nodes, each printing Output (the plan's
+// value). Without them the item earns half the evidence credit.
+type HealthyCheck struct {
+	Nodes  int    `yaml:"nodes"`
+	Output string `yaml:"output"`
 }
 
 // Remediation re-measures after the learner's fix. A fault lab sets MinRatio: the
@@ -388,6 +400,9 @@ func (v *validator) validate() {
 			}
 		}
 		v.checkRefs(at, e.Command, e.Output, e.Node)
+		if h := e.Healthy; h != nil {
+			v.checkHealthy(at+".healthy", e.ID, h, len(nodes))
+		}
 	}
 	if r := s.Remediation; r != nil && r.Measure == MeasureAlertRules {
 		if r.Beat != 0 || r.MinRatio != 0 {
@@ -449,6 +464,23 @@ func (v *validator) validate() {
 	}
 	v.checkRefs("$.diagnosis.location", mapValues(s.Diagnosis.Location)...)
 	v.checkRefs("$.task", s.Task, s.Debrief)
+}
+
+// checkHealthy validates an evidence item's healthy-node half; topologyNodes is 0 when
+// the topology is unknown.
+func (v *validator) checkHealthy(at, id string, h *HealthyCheck, topologyNodes int) {
+	switch {
+	case h.Nodes < 1:
+		v.at(at+".nodes", "evidence %s: healthy.nodes is how many other nodes the check must be cited passing on, 1 or more, got %d", id, h.Nodes)
+	case topologyNodes > 0 && h.Nodes > topologyNodes-1:
+		v.at(at+".nodes", "evidence %s: healthy.nodes %d, but topology %s has only %d other nodes", id, h.Nodes, v.s.Environment.Topology, topologyNodes-1)
+	}
+	if h.Output == "" {
+		v.at(at, "evidence %s: healthy needs an output pattern (what the check prints on a healthy node)", id)
+	} else if _, err := regexp.Compile(paramRe.ReplaceAllString(h.Output, "x")); err != nil {
+		v.at(at+".output", "evidence %s: bad healthy output pattern: %v", id, err)
+	}
+	v.checkRefs(at+".output", h.Output)
 }
 
 // GPUTopology is the topology of every gpu lab: the host's GPUs in one node (node1).

@@ -78,6 +78,37 @@ func TestTuningLabWithoutFaults(t *testing.T) {
 	}
 }
 
+// healthyOld is good.yaml's evidence output line, which healthyYAML extends.
+const healthyOld = "output: 'qdisc tbf \\S+ root .*rate ${rate}Mbit'\n"
+
+// healthyYAML is that line followed by a healthy block.
+func healthyYAML(nodes, output string) string {
+	return healthyOld + "    healthy:\n      nodes: " + nodes + "\n      output: " + output + "\n"
+}
+
+// TestHealthyEvidence: an evidence item's healthy half compiles with the variant's values
+// quoted, like the item's own patterns.
+func TestHealthyEvidence(t *testing.T) {
+	src := strings.Replace(good(t), healthyOld, healthyYAML("1", "'^rate ${rate}$'"), 1)
+	s, probs := Parse("h.yaml", []byte(src), testOpts)
+	if len(probs) > 0 {
+		t.Fatalf("problems:\n%v", probs)
+	}
+	v := &Variant{Scenario: s, Values: map[string]string{"node": "node2", "rate": "4.5"}}
+	ps, err := v.Evidence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Evidence[0].Healthy.Nodes != 1 || ps[0].Healthy == nil {
+		t.Fatalf("healthy not parsed: %+v %+v", s.Evidence[0], ps[0])
+	}
+	for text, want := range map[string]bool{"rate 4.5": true, "rate 4x5": false, "x\nrate 4.5\ny": true} {
+		if got := ps[0].Healthy.MatchString(text); got != want {
+			t.Errorf("healthy pattern on %q: %v, want %v", text, got, want)
+		}
+	}
+}
+
 // TestProblems checks that each semantic error is reported at its file:line:column.
 func TestProblems(t *testing.T) {
 	tests := []struct {
@@ -97,6 +128,11 @@ func TestProblems(t *testing.T) {
 		{"good.yaml", "location missing nic", "    nic: rdma0\nevidence", "evidence", "27:9: add location.nic"},
 		{"good.yaml", "undefined param", "root .*rate ${rate}Mbit", "root .*rate ${speed}Mbit", "30:7: ${speed} names no parameter"},
 		{"good.yaml", "bad regexp", `'^tc\b.*\bqdisc\b'`, `'^tc(('`, "33:14: bad command pattern"},
+		{"good.yaml", "healthy on no nodes", healthyOld, healthyYAML("0", "'qdisc noqueue'"), "36:14: healthy.nodes is how many other nodes"},
+		{"good.yaml", "healthy on more nodes than there are", healthyOld, healthyYAML("2", "'qdisc noqueue'"), "36:14: healthy.nodes 2, but topology 2x1 has only 1 other nodes"},
+		{"good.yaml", "healthy without output", healthyOld, healthyYAML("1", "''"), "36:12: healthy needs an output pattern"},
+		{"good.yaml", "healthy bad regexp", healthyOld, healthyYAML("1", "'qdisc(('"), "37:15: bad healthy output pattern"},
+		{"good.yaml", "healthy undefined param", healthyOld, healthyYAML("1", "'rate ${speed}Mbit'"), "37:15: ${speed} names no parameter"},
 		{"good.yaml", "ratio out of range", "min_ratio: 0.8", "min_ratio: 80", "37:14: min_ratio"},
 		{"good.yaml", "beat with min_ratio", "min_ratio: 0.8", "min_ratio: 0.8\n  beat: 1.3", "38:9: set min_ratio (a fault lab) or beat (a tuning lab), not both"},
 		{"good.yaml", "beat not above 1", "min_ratio: 0.8", "beat: 0.9", "37:9: beat is a factor over the starting figure"},

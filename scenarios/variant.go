@@ -89,6 +89,9 @@ type EvidencePattern struct {
 	Node    string
 	Command *regexp.Regexp
 	Output  *regexp.Regexp
+	// Healthy is what the same check prints on a healthy node, nil when the item asks
+	// for no healthy nodes (Spec.Healthy).
+	Healthy *regexp.Regexp
 }
 
 // Evidence compiles the evidence patterns; parameter values are quoted so a value such
@@ -112,7 +115,13 @@ func (v *Variant) Evidence() ([]EvidencePattern, error) {
 		if err != nil {
 			return nil, fmt.Errorf("evidence %s output: %w", e.ID, err)
 		}
-		out = append(out, EvidencePattern{Spec: e, Node: v.Expand(e.Node), Command: cmd, Output: o})
+		p := EvidencePattern{Spec: e, Node: v.Expand(e.Node), Command: cmd, Output: o}
+		if e.Healthy != nil {
+			if p.Healthy, err = regexp.Compile("(?m)" + quote(e.Healthy.Output)); err != nil {
+				return nil, fmt.Errorf("evidence %s healthy output: %w", e.ID, err)
+			}
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

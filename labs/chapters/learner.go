@@ -295,11 +295,22 @@ func (lr *Learner) Number(c Ref) int {
 // Dry grades a diagnosis over the transcripts as they are now, without ending the lab.
 func (lr *Learner) Dry(a Answer, evidence Ref, m *grader.Measurement) grader.Result {
 	lr.T.Helper()
+	return lr.dry(a, []Ref{evidence}, m)
+}
+
+// DryCite is Dry citing several commands at once.
+func (lr *Learner) DryCite(a Answer, evidence ...Ref) grader.Result {
+	lr.T.Helper()
+	return lr.dry(a, evidence, nil)
+}
+
+func (lr *Learner) dry(a Answer, evidence []Ref, m *grader.Measurement) grader.Result {
+	lr.T.Helper()
 	ts, err := lr.Lab.Transcripts()
 	if err != nil {
 		lr.T.Fatal(err)
 	}
-	d := grader.Diagnosis{Class: a.Class, Location: a.Loc, Evidence: []Ref{evidence}}
+	d := grader.Diagnosis{Class: a.Class, Location: a.Loc, Evidence: evidence}
 	r, err := grader.Grade(grader.Input{Variant: lr.Lab.Variant, Diagnosis: d, Transcripts: ts, Remediation: m})
 	if err != nil {
 		lr.T.Fatal(err)
@@ -356,18 +367,19 @@ func (lr *Learner) assertFixDoesNotFix(evidence Ref) {
 }
 
 // gradeForReal (a): the right answer with real evidence passes the lab's own grading,
-// with evidence credit, and with remediation credit where the lab measures the fix.
-// Grading ends the lab.
-func (lr *Learner) gradeForReal(evidence Ref) grader.Result {
+// with evidence credit (all of it when several commands are cited together), and with
+// remediation credit where the lab measures the fix. Grading ends the lab.
+func (lr *Learner) gradeForReal(evidence ...Ref) grader.Result {
 	lr.T.Helper()
-	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}}
+	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: evidence}
 	res, err := lr.Lab.Grade(context.Background(), d)
 	if err != nil {
 		lr.T.Fatal(err)
 	}
 	lr.T.Logf("(a) %+v", res)
 	fixed := lr.Lab.Variant.Scenario.Remediation == nil || Criterion(res, "remediation") > 0
-	if !res.Passed || Criterion(res, "evidence") == 0 || !fixed {
+	shown := Criterion(res, "evidence") > 0 && (len(evidence) == 1 || full(res, "evidence"))
+	if !res.Passed || !shown || !fixed {
 		lr.T.Errorf("(a) the right diagnosis with real evidence did not pass fully: %+v", res)
 	}
 	return res
@@ -381,6 +393,9 @@ type Verdicts struct {
 	Counts []Ref
 	// CountsNot must earn none: unrelated output, a healthy node's, faked output.
 	CountsNot []Ref
+	// Cite, if set, is cited together in the real grading instead of Counts[0], and must
+	// earn the whole evidence credit (a check cited with its healthy nodes).
+	Cite []Ref
 	// WrongAt are wrong locations for the right class; WrongClass are neighbouring
 	// classes (a nil location stands for the right one). All must fail.
 	WrongAt    []Loc
@@ -421,6 +436,9 @@ func (lr *Learner) Judge(v Verdicts) grader.Result {
 		v.BadFix()
 		lr.assertFixDoesNotFix(real)
 		v.Fix()
+	}
+	if len(v.Cite) > 0 {
+		return lr.gradeForReal(v.Cite...)
 	}
 	return lr.gradeForReal(real)
 }
@@ -511,6 +529,16 @@ func MustTerminal(t *testing.T, l *session.Lab, node string) *session.Terminal {
 		t.Fatalf("no terminal on %s", node)
 	}
 	return term
+}
+
+// full reports whether a criterion earned its whole weight.
+func full(r grader.Result, name string) bool {
+	for _, c := range r.Criteria {
+		if c.Name == name {
+			return c.Earned >= c.Weight-1e-9
+		}
+	}
+	return false
 }
 
 func Criterion(r grader.Result, name string) float64 {

@@ -43,6 +43,10 @@ type Measurement struct {
 	Baseline float64 // healthy, before the fault
 	Faulted  float64 // with the fault in place (the self-test: must be below the bar)
 	After    float64 // after the learner's fix
+	// Kept is, where the lab asks a neighbour to be isolated rather than blocked
+	// (Remediation.KeepMbit), what each of the neighbour's flows still delivers after
+	// the fix, in Mbit/s.
+	Kept []float64
 }
 
 // RulesRun is the learner's alerting rules run through the lab's promtool rule unit
@@ -200,6 +204,17 @@ func Grade(in Input) (Result, error) {
 				frac, key = 1, "grade.fix.beat"
 			}
 			add("remediation", frac, key, m.After, m.Faulted, m.After/m.Faulted, r.Beat)
+		case m.After >= r.MinRatio*m.Baseline && r.KeepMbit > 0:
+			// Blocking the neighbour also brings the workload back; isolating keeps it running.
+			kept := 0.0
+			if len(m.Kept) > 0 {
+				kept = slices.Min(m.Kept)
+			}
+			if kept >= r.KeepMbit {
+				add("remediation", 1, "grade.fix.isolated", 100*m.After/m.Baseline, m.After, m.Baseline, kept)
+			} else {
+				add("remediation", 0, "grade.fix.blocked", 100*m.After/m.Baseline, kept, r.KeepMbit)
+			}
 		case m.After >= r.MinRatio*m.Baseline:
 			add("remediation", 1, "grade.fix.back", 100*m.After/m.Baseline, m.After, m.Baseline)
 		default:
@@ -333,6 +348,8 @@ var details = map[string]string{
 	"grade.fix.beat":           "busbw %.3f GB/s against the starting %.3f GB/s: %.2f× (target %.2f×)",
 	"grade.fix.beatshort":      "busbw %.3f GB/s against the starting %.3f GB/s: only %.2f×, target %.2f×",
 	"grade.fix.short":          "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%",
+	"grade.fix.isolated":       "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s), and every flow of the neighbour still delivers %.1f Mbit/s or more",
+	"grade.fix.blocked":        "busbw back to %.0f%% of baseline, but a flow of the neighbour delivers only %.1f Mbit/s: isolating it keeps at least %.0f Mbit/s each, blocking it is not a fix",
 	"grade.rules.none":         "no alerting rules were tested",
 	"grade.rules.problem":      "the alerting rules could not be tested: %s",
 	"grade.rules.pass":         "the alerting rules pass all %d recorded cases",

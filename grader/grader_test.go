@@ -134,6 +134,43 @@ func TestGradeBeat(t *testing.T) {
 	}
 }
 
+// A lab that isolates a noisy neighbour (KeepMbit) credits the fix only when the
+// workload is back and every flow of the neighbour still gets through: blocking it
+// brings the workload back too.
+func TestGradeKeepNeighbour(t *testing.T) {
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	for _, tt := range []struct {
+		name       string
+		fix        Measurement
+		wantFrac   bool
+		wantDetail string
+	}{
+		{"rate-limited", Measurement{Baseline: 0.2, Faulted: 0.01, After: 0.19, Kept: []float64{9.6, 9.8}}, true, "still delivers 9.6 Mbit/s or more"},
+		{"blocked", Measurement{Baseline: 0.2, Faulted: 0.01, After: 0.19, Kept: []float64{0, 0}}, false, "delivers only 0.0 Mbit/s"},
+		{"one of two blocked", Measurement{Baseline: 0.2, Faulted: 0.01, After: 0.19, Kept: []float64{0.1, 9.8}}, false, "delivers only 0.1 Mbit/s"},
+		{"not counted", Measurement{Baseline: 0.2, Faulted: 0.01, After: 0.19}, false, "delivers only 0.0 Mbit/s"},
+		{"kept but not back", Measurement{Baseline: 0.2, Faulted: 0.01, After: 0.02, Kept: []float64{9.6, 9.8}}, false, "busbw only 10%"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := variant(t)
+			v.Scenario.Remediation.KeepMbit = 2
+			res, err := Grade(Input{Variant: v, Diagnosis: right, Transcripts: transcripts(), Remediation: &tt.fix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Criteria {
+				if c.Name == "remediation" {
+					if (c.Earned > 0) != tt.wantFrac || !strings.Contains(c.Detail, tt.wantDetail) {
+						t.Errorf("remediation %+v, want scored %v with %q", c, tt.wantFrac, tt.wantDetail)
+					}
+					return
+				}
+			}
+			t.Fatal("no remediation criterion")
+		})
+	}
+}
+
 // A required fix is a condition of passing: the right answer without it fails, however
 // high its score.
 func TestGradeRequiredFix(t *testing.T) {

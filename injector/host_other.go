@@ -5,6 +5,7 @@ package injector
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/commlab/commlab/labs"
 )
@@ -53,3 +54,8 @@ func (*mtuUndo) Revert(context.Context) error       { return labs.ErrNeedsLinux 
 func (*nftUndo) Revert(context.Context) error       { return labs.ErrNeedsLinux }
 func (*nicRateUndo) Revert(context.Context) error   { return labs.ErrNeedsLinux }
 func (*routeUndo) Revert(context.Context) error     { return labs.ErrNeedsLinux }
+
+// Delivered needs nftables.
+func Delivered(context.Context, Target, string, string, PortRange, time.Duration) ([]float64, error) {
+	return nil, labs.ErrNeedsLinux
+}

@@ -147,3 +147,9 @@ func (u *procsUndo) Revert(ctx context.Context) error {
 	}
 	return stopProcs(ctx, u.FaultID, u.BootID, u.Procs, unix.SIGKILL, 0)
 }
+
+// Flows is what the senders' streams arrive as at the receiver: the protocol and the
+// ports, sender i on the range's i-th port (for grading what still gets through).
+func (f *Congestion) Flows() (proto string, ports PortRange) {
+	return f.Proto, PortRange{uint16(f.Port), uint16(f.Port + len(f.Senders) - 1)}
+}

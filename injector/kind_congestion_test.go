@@ -3,6 +3,7 @@
 package injector
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -55,6 +56,19 @@ func TestCongestionRoundTrip(t *testing.T) {
 			ss = l.run(t, "n1", "ss", "-tn")
 		}
 		mustContain(t, "ss -tn", ss, l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")
+		// Delivered counts what n1 accepts per stream, after every filter chain: a
+		// stream n1's own filter drops delivers nothing, the other still arrives.
+		l.run(t, "n1", "nft", "add table inet drop5302 { chain in { type filter hook input priority 0; udp dport 5302 drop; }; }")
+		kept, err := Delivered(context.Background(), l.target("n1"), "probe", "udp", PortRange{5301, 5302}, time.Second)
+		l.run(t, "n1", "nft", "delete table inet drop5302")
+		if err != nil || len(kept) != 2 || kept[0] < 10e6 || kept[1] != 0 {
+			t.Errorf("Delivered with 5302 dropped: %v %v, want 5301 above 10 Mbit/s and 5302 at 0", kept, err)
+		} else {
+			t.Logf("delivered with 5302 dropped: %.1f Mbit/s to 5301, 0 to 5302", kept[0]/1e6)
+		}
+		if out := l.run(t, "n1", "nft", "list ruleset"); strings.Contains(out, "probe") {
+			t.Errorf("Delivered left its chain behind:\n%s", out)
+		}
 		t0 := time.Now()
 		got := victim()
 		t.Logf("victim congested %.0f Mbit/s in %s", got, time.Since(t0))

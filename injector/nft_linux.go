@@ -32,6 +32,8 @@ type nftChain struct {
 	hook   *nftables.ChainHook
 	device string // netdev family only
 	rules  [][]expr.Any
+	// priority defaults to filter (0).
+	priority *nftables.ChainPriority
 }
 
 // Rules carry no comment and chains are named by fault id only: the learner
@@ -146,8 +148,12 @@ func queueAdd(c *nftables.Conn, sandbox string, fam nftables.TableFamily, chains
 	tab := c.AddTable(nftTable(sandbox, fam))
 	for _, ch := range chains {
 		policy := nftables.ChainPolicyAccept
+		prio := ch.priority
+		if prio == nil {
+			prio = nftables.ChainPriorityFilter
+		}
 		chain := c.AddChain(&nftables.Chain{Name: ch.name, Table: tab, Type: nftables.ChainTypeFilter,
-			Hooknum: ch.hook, Priority: nftables.ChainPriorityFilter, Device: ch.device, Policy: &policy})
+			Hooknum: ch.hook, Priority: prio, Device: ch.device, Policy: &policy})
 		for _, r := range ch.rules {
 			c.AddRule(&nftables.Rule{Table: tab, Chain: chain, Exprs: r})
 		}

@@ -125,6 +125,9 @@ type HealthyCheck struct {
 // better of the baseline and the self-test when the lab injects nothing).
 // Required makes reaching the bar a condition of passing, for a lab with two causes
 // whose answer names one and whose fix removes the other (the capstone).
+// KeepMbit, for a lab whose fault is a noisy neighbour (a congestion fault), asks that
+// isolating the neighbour is not blocking it: each of the fault's flows must still
+// deliver at least KeepMbit Mbit/s to the receiver, measured after the workload.
 // An alerting lab measures the learner's Prometheus rules instead (MeasureAlertRules):
 // promtool's rule unit tests named by Tests (AlertTests) run against ~/alerts.yml; its
 // rules are always required.
@@ -134,6 +137,7 @@ type Remediation struct {
 	Beat     float64 `yaml:"beat"`
 	Required bool    `yaml:"required"`
 	Tests    string  `yaml:"tests"`
+	KeepMbit float64 `yaml:"keep_mbit"`
 	Describe string  `yaml:"describe"`
 }
 
@@ -428,6 +432,9 @@ func (v *validator) validate() {
 		}
 		if s.Workload == nil {
 			v.at("$.remediation", "a remediation check re-runs the workload: add one")
+		}
+		if r.KeepMbit < 0 || r.KeepMbit > 0 && !slices.ContainsFunc(s.Faults, func(f FaultSpec) bool { return f.Kind == "congestion" }) {
+			v.at("$.remediation.keep_mbit", "keep_mbit is the rate (Mbit/s, above 0) a congestion fault's flows must keep: it needs a congestion fault, got %v", r.KeepMbit)
 		}
 	}
 	total := 0.0

@@ -139,6 +139,7 @@ func TestProblems(t *testing.T) {
 		{"good.yaml", "unknown alert test set", "measure: workload\n  min_ratio: 0.8", "measure: alert-rules\n  tests: ch99", `37:10: alert test set "ch99": no such set (shipped: [ch26-comm-alerts])`},
 		{"good.yaml", "alert rules with a ratio", "measure: workload", "measure: alert-rules\n  tests: ch26-comm-alerts", "36:10: an alert-rules check takes tests, not min_ratio or beat"},
 		{"good.yaml", "tests without alert rules", "min_ratio: 0.8", "min_ratio: 0.8\n  tests: ch26-comm-alerts", "38:10: tests belong to measure: alert-rules"},
+		{"good.yaml", "a neighbour's rate without a neighbour", "min_ratio: 0.8", "min_ratio: 0.8\n  keep_mbit: 2", "38:14: keep_mbit is the rate (Mbit/s, above 0) a congestion fault's flows must keep: it needs a congestion fault, got 2"},
 		{"good.yaml", "fault lab without faults", noFaults, "faults: []\n", "16:9: a lab injects at least one fault"},
 		{"good.yaml", "hint too costly", "cost: 0.1", "cost: 0.9", "39:9: a hint needs text"},
 		{"good.yaml", "type error", "min_ratio: 0.8", "min_ratio: high", "37:14: "},

@@ -283,6 +283,8 @@ var messages = map[string]pair{
 	"grade.rules.pass":         {"告警规则通过了全部 %d 个录制场景", "the alerting rules pass all %d recorded cases"},
 	"grade.rules.fail":         {"告警规则在 %d / %d 个录制场景里不对：%s", "the alerting rules fail %d of %d recorded cases: %s"},
 	"grade.fix.short":          {"busbw 只有基线的 %.0f%%（%.3f / %.3f GB/s），需要 %.0f%%", "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%"},
+	"grade.fix.isolated":       {"busbw 回到基线的 %.0f%%（%.3f / %.3f GB/s），邻居的每条流仍能送达 %.1f Mbit/s 以上", "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s), and every flow of the neighbour still delivers %.1f Mbit/s or more"},
+	"grade.fix.blocked":        {"busbw 回到基线的 %.0f%%，但邻居有一条流只送达 %.1f Mbit/s：隔离要给每条流留至少 %.0f Mbit/s，把它封掉不算修复", "busbw back to %.0f%% of baseline, but a flow of the neighbour delivers only %.1f Mbit/s: isolating it keeps at least %.0f Mbit/s each, blocking it is not a fix"},
 	"grade.hints":              {"用了 %d 个提示", "%d hint(s) used"},
 	"grade.checks":             {"检查了 %d 次答案", "%d answer check(s) used"},
 	// certificates (server/certpages.go, cmd/commlab/cert.go)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commlab/commlab/grader"
+	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -125,6 +126,11 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 			after = max(after, bw)
 		}
 		in.Remediation = &grader.Measurement{Baseline: l.baseline, Faulted: l.faulted, After: after}
+		if r.KeepMbit > 0 {
+			if in.Remediation.Kept, err = l.neighbourFlows(ctx); err != nil {
+				return grader.Result{}, fmt.Errorf("measure the neighbour's flows after the fix: %w", err)
+			}
+		}
 	}
 	if r := l.Variant.Scenario.Remediation; r != nil && r.Measure == scenarios.MeasureAlertRules {
 		tests, err := scenarios.AlertTests(r.Tests)
@@ -168,4 +174,43 @@ func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) 
 		return 0, fmt.Errorf("%w: no result within %s (the healthy run took %s)", ErrWorkloadFailed, limit.Round(100*time.Millisecond), l.baselineTook.Round(100*time.Millisecond))
 	}
 	return bw, err
+}
+
+// neighbourFlows measures, for a few seconds after the workload, what each flow of the
+// lab's congestion faults still delivers to its receiver (Mbit/s), where the learner's
+// fix must have isolated the neighbour, not blocked it.
+func (l *Lab) neighbourFlows(ctx context.Context) ([]float64, error) {
+	l.mu.Lock()
+	env := l.env
+	l.mu.Unlock()
+	if _, onNodes := env.(NodeFaults); env == nil || onNodes {
+		return nil, errors.New("only a lab on this host's namespaces can count the flows")
+	}
+	faults, err := l.Variant.Faults()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := injector.NewRegistry(injector.CongestionKind())
+	if err != nil {
+		return nil, err
+	}
+	var out []float64
+	for i, f := range faults {
+		if f.Kind != "congestion" {
+			continue
+		}
+		p, err := reg.Parse(f.Kind, f.Params)
+		if err != nil {
+			return nil, err
+		}
+		proto, ports := p.(*injector.Congestion).Flows()
+		bps, err := injector.Delivered(ctx, env.Target(f.Node), fmt.Sprintf("grade%d", i), proto, ports, 3*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bps {
+			out = append(out, b/1e6)
+		}
+	}
+	return out, nil
 }

@@ -202,8 +202,14 @@ func must(ctx context.Context, t *testing.T, step string, err error) {
 func typeIn(ctx context.Context, t *testing.T, node, line, want string) {
 	t.Helper()
 	term := fmt.Sprintf(`[data-terminal=%q]`, node)
+	// The page may be reloading (the start-up poll reloads it once the nodes exist):
+	// wait for the terminal to be there and connected before typing.
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := chromedp.Run(rctx, chromedp.Poll[bool](fmt.Sprintf(`(() => { const el = document.querySelector('%s'); return !!(el && el.commlabTerm && el.commlabWS && el.commlabWS.readyState === 1) })()`, term)))
+	cancel()
+	must(ctx, t, "terminal "+node+" connected", err)
 	// xterm.js pauses drawing a terminal scrolled out of view: bring it into view first.
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const el = document.querySelector('%s'); el.scrollIntoView(); el.commlabTerm.input(%q, true); return true })()`, term, line+"\r")))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const el = document.querySelector('%s'); el.scrollIntoView(); el.commlabTerm.input(%q, true); return true })()`, term, line+"\r")))
 	must(ctx, t, "type "+line, err)
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -164,6 +164,7 @@ func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logg
 		Provider: backend.Local{DataDir: dataDir, Exe: exe, Log: log},
 		Faults:   backend.Faults{In: inj},
 		DataDir:  dataDir,
+		Turns:    new(session.Turns), // every lab's workload runs on this host
 		Log:      log,
 	}), nil
 }

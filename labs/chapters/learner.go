@@ -46,6 +46,7 @@ func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
 		Provider: backend.Local{DataDir: data, Exe: Binary(t), Log: log},
 		Faults:   backend.Faults{In: inj},
 		DataDir:  data,
+		Turns:    &turns,
 		TTL:      10 * time.Minute,
 		Log:      log,
 	}, 1, sc.Draw(seed))
@@ -68,6 +69,10 @@ func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// turns is shared by the labs a test process plays: their graded runs take turns
+// on the host, as a server's labs do.
+var turns session.Turns
 
 // The shipped scenario catalog, loaded once. Its cross-checks against the course and
 // the fault kinds are `commlab content check`'s (cmd/commlab).
@@ -108,10 +113,11 @@ func Binary(t *testing.T) string {
 	return testenv.Commlab(t)
 }
 
-// SideBySide is how many labs that measure nothing play at once unless go test's
-// -parallel says otherwise. Their time goes to waiting for the workload's next run
-// (about one core while it runs, idle at least as long between runs) and for the
-// learner's commands, so three fit on two cores (go test's default is GOMAXPROCS).
+// SideBySide is how many labs play at once unless go test's -parallel says
+// otherwise. Their time goes mostly to waiting: for sandboxes, for the learner's
+// commands, for the workload's next run (about one core while it runs, idle at least
+// as long between runs); the runs the grader compares take turns on the host (the
+// shared session.Turns), so three fit on two cores (go test's default is GOMAXPROCS).
 const SideBySide = 3
 
 // Main runs a package's tests, with SideBySide as the default -parallel, then removes
@@ -447,30 +453,25 @@ func (lr *Learner) Judge(v Verdicts) grader.Result {
 type Option int
 
 // Alone runs a lab with no other lab beside it, for a story that compares speeds
-// itself (bench runs typed in the shell). A lab that measures the learner's fix
-// always runs alone.
+// itself (bench runs typed in the shell, a trace's timings): only the workload runs
+// the grader compares take turns with other labs'.
 const Alone Option = 1
 
 // Play starts a lab, lets story drive the learner and judges what it returns. Labs
-// that measure nothing run in parallel with each other (at most go test -parallel at
-// once); those that measure the fix, and those played Alone, run one at a time,
-// before the parallel ones start (go test runs a package's sequential tests first).
+// run in parallel with each other (at most go test -parallel at once), their graded
+// runs taking turns; those played Alone run one at a time, before the parallel ones
+// start (go test runs a package's sequential tests first).
 func Play(t *testing.T, scenario string, seed uint64, story func(*Learner) Verdicts, opts ...Option) {
 	t.Helper()
-	if parallel(t, scenario, opts) {
+	if parallel(opts) {
 		t.Parallel()
 	}
 	lr := newLearner(t, scenario, seed)
 	lr.Judge(story(lr))
 }
 
-// parallel says whether a lab may share the host with other labs: it measures
-// nothing whose ratio another lab's load could spoil (alerting rules are tested on
-// recorded series, not timed).
-func parallel(t *testing.T, id string, opts []Option) bool {
-	r := scenario(t, id).Remediation
-	return (r == nil || r.Measure == scenarios.MeasureAlertRules) && !slices.Contains(opts, Alone)
-}
+// parallel says whether a lab may share the host with other labs.
+func parallel(opts []Option) bool { return !slices.Contains(opts, Alone) }
 
 // SeedsEnv chooses which of a lab's seeds PlaySeeds plays: the first by default
 // (`make test`), every one when set to "all" (`make test-full`).
@@ -484,7 +485,7 @@ func PlaySeeds(t *testing.T, scenario string, seeds []uint64, story func(*Learne
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parallel(t, scenario, opts) {
+	if parallel(opts) {
 		t.Parallel()
 	}
 	for i, seed := range seeds {

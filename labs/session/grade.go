@@ -166,14 +166,17 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 // fixed within seconds of that, even when the fault hangs the workload (a blocked
 // bootstrap, RoCE retries) until its own timeout.
 func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) {
-	limit := time.Duration(2*float64(l.baselineTook)/minRatio) + 5*time.Second
-	mctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	bw, err := l.measure(mctx)
-	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
-		return 0, fmt.Errorf("%w: no result within %s (the healthy run took %s)", ErrWorkloadFailed, limit.Round(100*time.Millisecond), l.baselineTook.Round(100*time.Millisecond))
+	bw, err := l.measure(ctx, l.cutAfter(minRatio))
+	if errors.Is(err, errCut) {
+		return 0, fmt.Errorf("%w (the healthy run took %s)", err, l.baselineTook.Round(100*time.Millisecond))
 	}
 	return bw, err
+}
+
+// cutAfter is how long a run may take and still reach minRatio of the healthy
+// figure (see remeasure).
+func (l *Lab) cutAfter(minRatio float64) time.Duration {
+	return time.Duration(2*float64(l.baselineTook)/minRatio) + 5*time.Second
 }
 
 // neighbourFlows measures, for a few seconds after the workload, what each flow of the

@@ -118,6 +118,9 @@ type Config struct {
 	DataDir string
 	// TTL is how long a lab may run (default 45 minutes).
 	TTL time.Duration
+	// Turns, if set, is shared by the labs whose workloads run on this host: their
+	// graded runs take turns and pause the live charts (see Turns).
+	Turns *Turns
 	// NoStream keeps the workload from running in the background for the live chart
 	// (measurements for the self-test and the remediation check still run). For hosts
 	// that serve many labs at once, and for benchmarks of the terminal path.
@@ -315,7 +318,7 @@ func (l *Lab) run() {
 	if s.Workload != nil {
 		l.setStep(3, baselineStep)
 		t0 := time.Now()
-		bw, err := l.measure(ctx)
+		bw, err := l.measure(ctx, 0)
 		l.baselineTook = time.Since(t0)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -362,7 +365,13 @@ func (l *Lab) run() {
 
 	if l.baseline > 0 && s.Remediation != nil {
 		l.setStep(5, selfTestStep)
-		bw, err := l.measure(ctx)
+		// A faulted run slower than a passing one could be has shown the fault: it is
+		// cut as a re-measure is, so a hanging fault does not hold the host for minutes.
+		var limit time.Duration
+		if s.Remediation.Beat == 0 {
+			limit = l.cutAfter(s.Remediation.MinRatio)
+		}
+		bw, err := l.measure(ctx, limit)
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.fail(fmt.Errorf("self-test: %w", err))
 			return

@@ -656,7 +656,7 @@ func TestMeasureAfterEnd(t *testing.T) {
 	l.Stop()
 	ended(t, l)
 	runs := h.runs
-	if _, err := l.measure(context.Background()); !errors.Is(err, context.Canceled) {
+	if _, err := l.measure(context.Background(), 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("measure after the lab ended: err = %v, want context.Canceled", err)
 	}
 	if h.runs != runs {

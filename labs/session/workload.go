@@ -25,9 +25,24 @@ func (l *Lab) workloadEnv() []string {
 	return env
 }
 
-// measure runs the workload once and returns its figure (GB/s). A workload that
-// fails measures 0 with ErrWorkloadFailed.
-func (l *Lab) measure(ctx context.Context) (float64, error) {
+// measure takes a figure the grader compares: it waits for the host to itself (the
+// lab's Turns), then runs the workload once, cut after limit (at most 3 minutes; 0
+// means 3 minutes), and returns its figure (GB/s). A workload that fails, or is cut,
+// measures 0 with ErrWorkloadFailed; a cut run's error also wraps errCut.
+func (l *Lab) measure(ctx context.Context, limit time.Duration) (float64, error) {
+	release, err := l.cfg.Turns.Graded(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	return l.runOnce(ctx, limit)
+}
+
+// errCut marks a run cut at its time limit.
+var errCut = errors.New("cut at its time limit")
+
+// runOnce runs the workload once, cut after limit (see measure).
+func (l *Lab) runOnce(ctx context.Context, limit time.Duration) (float64, error) {
 	l.wl.Lock()
 	defer l.wl.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -39,14 +54,17 @@ func (l *Lab) measure(ctx context.Context) (float64, error) {
 	if env == nil {
 		return 0, context.Canceled // the lab ended while this run waited for the links
 	}
-	mctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	if limit <= 0 || limit > 3*time.Minute {
+		limit = 3 * time.Minute
+	}
+	mctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	bw, err := env.Workload(mctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
 	if err != nil && ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
 	if err != nil && mctx.Err() != nil {
-		return 0, fmt.Errorf("%w: timed out after 3 minutes", ErrWorkloadFailed)
+		return 0, fmt.Errorf("%w: %w: no result within %s", ErrWorkloadFailed, errCut, limit.Round(100*time.Millisecond))
 	}
 	if err != nil {
 		return 0, err
@@ -75,18 +93,23 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 			return
 		}
 		start := time.Now()
-		run, stop := context.WithCancel(ctx)
+		turn, release, err := l.cfg.Turns.Chart(ctx) // graded runs, this lab's or another's, go first
+		if err != nil {
+			return
+		}
+		run, stop := context.WithCancel(turn)
 		l.mu.Lock()
 		l.stopStream = stop
 		l.mu.Unlock()
-		bw, err := l.measure(run)
+		bw, err := l.runOnce(run, 0)
 		tookOver := run.Err() != nil // read before stop(), which cancels run too
 		stop()
+		release()
 		if ctx.Err() != nil {
 			return
 		}
 		if tookOver {
-			continue // a grading took the links: this run is not a sample
+			continue // a graded run took the host: this run is not a sample
 		}
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.log.Warn("workload", "err", err)
@@ -155,7 +178,7 @@ func (s *Samples) Subscribe() ([]Sample, <-chan Sample, func()) {
 
 // Measure runs the workload once now and returns its busbw (an instructor's "measure
 // now", and tests). A failing workload measures 0.
-func (l *Lab) Measure(ctx context.Context) (float64, error) { return l.measure(ctx) }
+func (l *Lab) Measure(ctx context.Context) (float64, error) { return l.measure(ctx, 0) }
 
 // Baseline is the healthy busbw measured before the fault (0 when not measured).
 func (l *Lab) Baseline() float64 { return l.baseline }

@@ -1,0 +1,222 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// returns reports whether f returns within a moment (true) or is still blocked.
+func returns(f func()) bool {
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(200 * time.Millisecond):
+		return false
+	}
+}
+
+// until waits for the Turns' state to satisfy ok.
+func until(t *testing.T, turns *Turns, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		turns.mu.Lock()
+		done := ok()
+		turns.mu.Unlock()
+		if done {
+			return
+		}
+	}
+	t.Fatal("the turns never reached the state waited for")
+}
+
+// TestTurns: chart runs share the host; a graded run cancels those in flight, waits
+// for them and for the graded run before it, and holds chart runs back until it is done.
+func TestTurns(t *testing.T) {
+	ctx := context.Background()
+	var turns Turns
+
+	run1, release1, err := turns.Chart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run2, release2, err := turns.Chart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run1.Err() != nil || run2.Err() != nil {
+		t.Fatal("two chart runs do not share the host")
+	}
+
+	graded := make(chan func())
+	go func() {
+		release, err := turns.Graded(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		graded <- release
+	}()
+	<-run1.Done() // the graded run cancels both chart runs in flight
+	<-run2.Done()
+	release1()
+	select {
+	case <-graded:
+		t.Fatal("the graded run started before every chart run in flight had ended")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release2()
+	releaseGraded := <-graded
+
+	var chartRelease func()
+	chartWaits := make(chan struct{})
+	go func() {
+		defer close(chartWaits)
+		_, chartRelease, err = turns.Chart(ctx)
+	}()
+	secondGraded := make(chan func())
+	go func() {
+		r, _ := turns.Graded(ctx)
+		secondGraded <- r
+	}()
+	until(t, &turns, func() bool { return turns.waiting == 1 })
+	select {
+	case <-chartWaits:
+		t.Fatal("a chart run started while a graded run held the host")
+	case <-secondGraded:
+		t.Fatal("two graded runs held the host at once")
+	case <-time.After(100 * time.Millisecond):
+	}
+	releaseGraded()
+	releaseGraded()           // a second call changes nothing
+	release := <-secondGraded // graded runs waiting go before charts
+	select {
+	case <-chartWaits:
+		t.Fatal("a chart run started beside the second graded run")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	<-chartWaits
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartRelease()
+}
+
+// TestTurnsCancelled: a wait ends with its context's cause, and a graded run that
+// gave up waiting lets the chart runs it held back go.
+func TestTurnsCancelled(t *testing.T) {
+	var turns Turns
+	hold, err := turns.Graded(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("lab stopped")
+	for name, wait := range map[string]func(context.Context) error{
+		"graded": func(ctx context.Context) error { _, err := turns.Graded(ctx); return err },
+		"chart":  func(ctx context.Context) error { _, _, err := turns.Chart(ctx); return err },
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- wait(ctx) }()
+		cancel(stop)
+		select {
+		case err := <-errc:
+			if !errors.Is(err, stop) {
+				t.Errorf("%s: err = %v, want the context's cause", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still waiting after its context ended", name)
+		}
+	}
+	hold()
+
+	// A graded run waits on a chart run; it gives up; a new chart run may start.
+	_, releaseChart, err := turns.Chart(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := turns.Graded(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("graded run waiting on a chart run: err = %v, want its deadline", err)
+	}
+	if !returns(func() { _, r, _ := turns.Chart(context.Background()); r() }) {
+		t.Error("a chart run is held back by a graded run that gave up")
+	}
+	releaseChart()
+}
+
+// TestTurnsNil: a nil *Turns (labs whose workloads run elsewhere) holds nothing back.
+func TestTurnsNil(t *testing.T) {
+	var turns *Turns
+	ctx := context.Background()
+	release, err := turns.Graded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !returns(func() { r, _ := turns.Graded(ctx); r() }) {
+		t.Error("a nil Turns held a graded run back")
+	}
+	run, chartRelease, err := turns.Chart(ctx)
+	if err != nil || run != ctx {
+		t.Errorf("nil Turns: Chart = %v, %v; want the caller's context", run, err)
+	}
+	chartRelease()
+	release()
+}
+
+// TestLabsTakeTurns: two labs on one host. A graded run in one (an instructor's
+// "measure now") cancels the other's chart run in flight and runs alone.
+func TestLabsTakeTurns(t *testing.T) {
+	var turns Turns
+	var mu sync.Mutex
+	charting, cancelled := 0, 0
+	other := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		if n <= 2 {
+			return healthyThenFaulted(ctx, n) // the baseline and the self-test
+		}
+		mu.Lock()
+		charting++
+		mu.Unlock()
+		<-ctx.Done() // a chart run that lasts until something takes the host
+		mu.Lock()
+		charting--
+		cancelled++
+		mu.Unlock()
+		return 0, ctx.Err()
+	}}
+	besideChart := -1
+	measured := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		if n <= 2 {
+			return healthyThenFaulted(ctx, n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		besideChart = charting
+		return 1, nil
+	}}
+	start := func(h *fakeHost, stream bool) *Lab {
+		l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: time.Hour,
+			NoStream: !stream, Turns: &turns, Log: quiet}, 1, testVariant(t))
+		t.Cleanup(func() { l.Stop(); l.Wait() })
+		return l
+	}
+	charted := start(other, true)
+	waitFor(t, charted, func(st Status) bool { return st.State == Ready })
+	until(t, &turns, func() bool { return len(turns.charts) == 1 })
+
+	l := start(measured, false)
+	waitFor(t, l, func(st Status) bool { return st.State == Ready })
+	if _, err := l.Measure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if besideChart != 0 || cancelled == 0 {
+		t.Errorf("a graded run ran beside %d chart runs of another lab (%d cancelled), want alone", besideChart, cancelled)
+	}
+}

@@ -28,20 +28,20 @@ func TestLabCh29PortAllowlist(t *testing.T) {
 		symptom := lr.Poll("node1", "grep -h -e '==>' -e 'Avg bus' -e 'Test NCCL failure' train.log", 20, 3*time.Second, Printed("Test NCCL failure"))
 		// The port the security team tested is reachable: refused, not dropped.
 		nodeIP := lr.Addr(node, "rdma0")
-		lr.Expect(other, "timeout 3 bash -c 'echo > /dev/tcp/"+nodeIP+"/29500'; echo rc=$?", "Connection refused")
+		tested := lr.Expect(other, "timeout 3 bash -c 'echo > /dev/tcp/"+nodeIP+"/29500'; echo rc=$?", "Connection refused")
 		lr.Expect(other, "timeout 3 bash -c 'echo > /dev/tcp/"+nodeIP+"/40000'; echo rc=$?", "rc=124")
 		rules := lr.Expect(node, "nft list ruleset", "tcp dport 29501-65535")
-		// The job's listeners exist only while a run is in its bootstrap.
-		listeners := lr.PollEvidence(node, "ss -ltn", 30, time.Second)
+		// The job's listeners exist only while a run is in its bootstrap (20 s of a cycle of about 40).
+		listeners := lr.PollEvidence(node, "ss -ltn", 45, time.Second)
 
 		healthyRules := lr.Run(other, "nft list ruleset")
-		healthyListeners := lr.Poll(other, "ss -ltn", 30, time.Second, func(c record.Command) bool { return ephemeralListener.MatchString(c.Output) })
+		healthyListeners := lr.Poll(other, "ss -ltn", 45, time.Second, func(c record.Command) bool { return ephemeralListener.MatchString(c.Output) })
 		ports := lr.Expect(node, "cat /proc/sys/net/ipv4/ip_local_port_range", "32768")
 		decoy := lr.Run(node, "echo 'tcp dport 29501-65535 drop' # nft list ruleset")
 		return Verdicts{
 			Right:      Answer{"bootstrap-port-blocked", Loc{"node": node}},
 			Counts:     []Ref{rules, listeners},
-			CountsNot:  []Ref{symptom, healthyRules, healthyListeners, ports, decoy},
+			CountsNot:  []Ref{symptom, tested, healthyRules, healthyListeners, ports, decoy},
 			WrongAt:    []Loc{{"node": other}},
 			WrongClass: []Answer{{Class: "wrong-interface"}, {Class: "wrong-route"}},
 		}

@@ -3,16 +3,23 @@ package session
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Turns lets the labs of one host take turns with the workload runs the grader
 // compares. The labs share the host's CPUs, so a graded figure (a baseline, a
 // self-test, a re-measure after a fix) is taken with no other lab's workload
-// running: a graded run cancels the live chart's runs in flight, waits for the graded
-// run before it, and no chart run starts while one holds or waits for the host.
-// Chart runs share the host with each other. The zero value is ready to use; a nil
-// *Turns coordinates nothing (labs whose workloads run elsewhere, a Slurm job's nodes).
+// running: a graded run waits for the graded run before it and for the live chart's
+// runs in flight (cancelling those still running after Grace: a run that hangs on its
+// fault until a timeout), and no chart run starts while one holds or waits for the
+// host. Chart runs share the host with each other; they are not cut at once because
+// a lab's evidence (a timeout's log lines) may come at the end of a long run. The zero
+// value is ready to use; a nil *Turns coordinates nothing (labs whose workloads run
+// elsewhere, a Slurm job's nodes).
 type Turns struct {
+	// Grace is how long a graded run lets chart runs in flight finish; 0 means 30 s.
+	Grace time.Duration
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever the host's state changes
 	graded  bool          // a graded run holds the host
@@ -29,10 +36,20 @@ func (t *Turns) Graded(ctx context.Context) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.waiting++
-	for _, cancel := range t.charts {
-		cancel() // the chart misses a point; its run would have spoiled the figure
+	free := func() bool { return !t.graded && len(t.charts) == 0 }
+	grace := t.Grace
+	if grace <= 0 {
+		grace = 30 * time.Second
 	}
-	err = t.wait(ctx, func() bool { return !t.graded && len(t.charts) == 0 })
+	graceCtx, cancel := context.WithTimeout(ctx, grace)
+	err = t.wait(graceCtx, free)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		for _, cancel := range t.charts {
+			cancel() // the chart misses a point; its run would have spoiled the figure
+		}
+		err = t.wait(ctx, free)
+	}
 	t.waiting--
 	if err != nil {
 		t.notify() // chart runs held back by this wait may go

@@ -34,11 +34,12 @@ func until(t *testing.T, turns *Turns, ok func() bool) {
 	t.Fatal("the turns never reached the state waited for")
 }
 
-// TestTurns: chart runs share the host; a graded run cancels those in flight, waits
-// for them and for the graded run before it, and holds chart runs back until it is done.
+// TestTurns: chart runs share the host; a graded run cancels those still in flight
+// after the grace, waits for them and for the graded run before it, and holds chart
+// runs back until it is done.
 func TestTurns(t *testing.T) {
 	ctx := context.Background()
-	var turns Turns
+	turns := Turns{Grace: 10 * time.Millisecond}
 
 	run1, release1, err := turns.Chart(ctx)
 	if err != nil {
@@ -104,6 +105,23 @@ func TestTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	chartRelease()
+}
+
+// TestTurnsGrace: within the grace a graded run lets a chart run in flight finish.
+func TestTurnsGrace(t *testing.T) {
+	turns := Turns{Grace: time.Hour}
+	run, release, err := turns.Chart(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	graded := make(chan func())
+	go func() { r, _ := turns.Graded(context.Background()); graded <- r }()
+	until(t, &turns, func() bool { return turns.waiting == 1 })
+	if run.Err() != nil {
+		t.Fatal("a graded run cut a chart run within the grace")
+	}
+	release() // the chart run finishes on its own
+	(<-graded)()
 }
 
 // TestTurnsCancelled: a wait ends with its context's cause, and a graded run that
@@ -172,7 +190,7 @@ func TestTurnsNil(t *testing.T) {
 // TestLabsTakeTurns: two labs on one host. A graded run in one (an instructor's
 // "measure now") cancels the other's chart run in flight and runs alone.
 func TestLabsTakeTurns(t *testing.T) {
-	var turns Turns
+	turns := Turns{Grace: 10 * time.Millisecond}
 	var mu sync.Mutex
 	charting, cancelled := 0, 0
 	other := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
@@ -206,11 +224,11 @@ func TestLabsTakeTurns(t *testing.T) {
 		return l
 	}
 	charted := start(other, true)
-	waitFor(t, charted, func(st Status) bool { return st.State == Ready })
+	waitFor(t, charted, func(st Status) bool { return st.Confirmed })
 	until(t, &turns, func() bool { return len(turns.charts) == 1 })
 
 	l := start(measured, false)
-	waitFor(t, l, func(st Status) bool { return st.State == Ready })
+	waitFor(t, l, func(st Status) bool { return st.Confirmed }) // its self-test is done
 	if _, err := l.Measure(context.Background()); err != nil {
 		t.Fatal(err)
 	}

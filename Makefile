@@ -51,6 +51,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet ./... # authors build on macOS: labs refuse there (labs.ErrNeedsLinux), the rest must compile
+	GOOS=windows CGO_ENABLED=0 $(GO) vet ./... # and on Windows, the same way
 
 deps-run:
 	@scripts/deps.sh run

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 )
 
 // Placement says where a run's ranks go, as opposed to what they do.
@@ -94,7 +93,7 @@ func Args() (*pflag.FlagSet, func(args []string) (Options, Placement, error)) {
 			if st, err := os.Stat(filepath.Dir(o.Trace)); err != nil || !st.IsDir() {
 				return o, p, fmt.Errorf("--trace %s: directory %s does not exist", o.Trace, filepath.Dir(o.Trace))
 			}
-			if unix.Access(filepath.Dir(o.Trace), unix.W_OK) != nil {
+			if writable(filepath.Dir(o.Trace)) != nil {
 				return o, p, fmt.Errorf("--trace %s: directory %s is not writable", o.Trace, filepath.Dir(o.Trace))
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/commlab/commlab/internal/host"
@@ -93,7 +92,7 @@ func startCmd(argv []string, s Spec) (Proc, error) {
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = s.Stdout, s.Stderr, s.ExtraFiles
 	// Ranks die with the launcher (the thread that forks may exit first: see
 	// FAULTS.md; the launcher kills its ranks on every path anyway).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s on %s: %w", argv[0], s.Node, err)
 	}

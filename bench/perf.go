@@ -468,12 +468,11 @@ func (b *benchRun) sweep(ctx context.Context) error {
 
 // gatherUsage collects every rank's CPU seconds (user, sys) and peak RSS (KiB).
 func (b *benchRun) gatherUsage(ctx context.Context) ([][3]float64, error) {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	var msg [24]byte
-	binary.LittleEndian.PutUint64(msg[0:], math.Float64bits(float64(ru.Utime.Nano())/1e9))
-	binary.LittleEndian.PutUint64(msg[8:], math.Float64bits(float64(ru.Stime.Nano())/1e9))
-	binary.LittleEndian.PutUint64(msg[16:], math.Float64bits(float64(ru.Maxrss)))
+	user, sys, maxRSS := selfUsage()
+	binary.LittleEndian.PutUint64(msg[0:], math.Float64bits(user))
+	binary.LittleEndian.PutUint64(msg[8:], math.Float64bits(sys))
+	binary.LittleEndian.PutUint64(msg[16:], math.Float64bits(maxRSS))
 	all, err := b.comm.AllGather(ctx, msg[:])
 	if err != nil {
 		return nil, fmt.Errorf("gather resource usage: %w", err)

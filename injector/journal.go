@@ -14,8 +14,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Entry is one journaled fault.
@@ -103,16 +101,10 @@ func (j *journal) locked(fn func() error) error {
 		return fmt.Errorf("open journal lock: %w", err)
 	}
 	defer f.Close()
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := lockFile(f); err != nil {
 		return fmt.Errorf("lock journal: %w", err)
 	}
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	defer unlockFile(f)
 	return fn()
 }
 
@@ -128,15 +120,15 @@ func (j *journal) load() (live map[string]*Entry, order []string, dead int, err 
 		return nil, nil, 0, fmt.Errorf("open journal: %w", err)
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	ino, size, err := fstat(int(f.Fd()))
+	if err != nil {
 		return nil, nil, 0, fmt.Errorf("stat journal: %w", err)
 	}
-	if j.cLive == nil || st.Ino != j.cIno || st.Size < j.cOff {
-		j.cIno, j.cOff, j.cLive, j.cOrder, j.cDead = st.Ino, 0, map[string]*Entry{}, nil, 0
+	if j.cLive == nil || ino != j.cIno || size < j.cOff {
+		j.cIno, j.cOff, j.cLive, j.cOrder, j.cDead = ino, 0, map[string]*Entry{}, nil, 0
 	}
-	if st.Size > j.cOff {
-		b := make([]byte, st.Size-j.cOff)
+	if size > j.cOff {
+		b := make([]byte, size-j.cOff)
 		if _, err := f.ReadAt(b, j.cOff); err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, 0, fmt.Errorf("read journal: %w", err)
 		}

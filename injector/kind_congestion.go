@@ -8,9 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Congestion makes competing flows converge on one node (incast): iperf3 senders
@@ -145,7 +144,7 @@ func (u *procsUndo) Revert(ctx context.Context) error {
 	if u.FaultID == "" {
 		return errors.New("journaled process undo has no fault id")
 	}
-	return stopProcs(ctx, u.FaultID, u.BootID, u.Procs, unix.SIGKILL, 0)
+	return stopProcs(ctx, u.FaultID, u.BootID, u.Procs, syscall.SIGKILL, 0)
 }
 
 // Flows is what the senders' streams arrive as at the receiver: the protocol and the

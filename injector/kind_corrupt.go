@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // Corrupt damages a share of a NIC's packets the way a bad NIC, cable or
@@ -102,11 +102,11 @@ func (f *Corrupt) flip() bitFlip {
 	b := bitFlip{Below: uint64(f.Percent) << 32 / 10000, Peer: f.Peer}
 	switch f.Proto {
 	case "tcp":
-		b.Proto = unix.IPPROTO_TCP
+		b.Proto = 6 // IPPROTO_TCP
 	case "udp":
-		b.Proto = unix.IPPROTO_UDP
+		b.Proto = 17 // IPPROTO_UDP
 	case "icmp":
-		b.Proto = unix.IPPROTO_ICMP
+		b.Proto = 1 // IPPROTO_ICMP
 	}
 	b.Port, b.Skip = uint16(f.Port), uint16(f.Skip)
 	return b
@@ -194,7 +194,7 @@ var (
 // by loading one; attaching also needs clsact and cls_bpf, which Apply reports).
 func TCBPF() error {
 	tcBPFOnce.Do(func() {
-		p, err := loadTCProg(bitFlip{Below: 1, Proto: unix.IPPROTO_UDP, Port: 9, Peer: netip.MustParseAddr("192.0.2.1")})
+		p, err := loadTCProg(bitFlip{Below: 1, Proto: 17 /* UDP */, Port: 9, Peer: netip.MustParseAddr("192.0.2.1")})
 		if err == nil {
 			p.Close()
 		}
@@ -206,7 +206,7 @@ func TCBPF() error {
 // ownFilters lists commlab's (priority c1) filters under parent on l.
 func ownFilters(h *netlink.Handle, l netlink.Link, parent uint32) ([]netlink.Filter, error) {
 	fs, err := h.FilterList(l, parent)
-	if err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+	if err != nil && !isGone(err) && !errors.Is(err, syscall.EINVAL) {
 		return nil, fmt.Errorf("list filters on %s: %w", l.Attrs().Name, err)
 	}
 	var own []netlink.Filter

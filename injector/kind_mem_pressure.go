@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // MemPressure caps the memory of the node's workload cgroup (memory.limit_in_bytes
@@ -58,7 +57,7 @@ func (f *MemPressure) Apply(ctx context.Context, t Target, op *Op) (Undo, error)
 	}
 	p := filepath.Join(dir, memFile())
 	u, err := applyCgroupFiles(t, op, []cgFile{{Path: p, Value: fmt.Sprint(uint64(f.Limit))}})
-	if errors.Is(err, unix.EBUSY) {
+	if errors.Is(err, syscall.EBUSY) {
 		return u, fmt.Errorf("the workloads of %s use more than %s and the kernel could not reclaim enough: %w", t, f.Limit, err)
 	}
 	if err != nil {

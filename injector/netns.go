@@ -6,10 +6,10 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // errGone is returned by openNS when the fault's namespace no longer exists (or is
@@ -31,12 +31,12 @@ func openNS(t Target) (netns.NsHandle, error) {
 	if err != nil {
 		return netns.None(), fmt.Errorf("open namespace %s: %w", t.netnsPath(), err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(ns), &st); err != nil {
+	ino, _, err := fstat(int(ns))
+	if err != nil {
 		ns.Close()
 		return netns.None(), fmt.Errorf("stat namespace %s: %w", t.netnsPath(), err)
 	}
-	if t.NetNSInode != 0 && st.Ino != t.NetNSInode {
+	if t.NetNSInode != 0 && ino != t.NetNSInode {
 		ns.Close()
 		return netns.None(), errGone
 	}
@@ -83,5 +83,5 @@ func isGone(err error) bool {
 	}
 	var nf netlink.LinkNotFoundError
 	return errors.Is(err, errGone) || errors.As(err, &nf) ||
-		errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ESRCH)
+		errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.ESRCH)
 }

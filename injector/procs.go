@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // tagEnv marks every process a fault starts; a sweep finds them by it even when
@@ -87,7 +85,7 @@ func spawn(helper []string, id string, argv []string) (p Proc, release func(run 
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Env = append(os.Environ(), tagEnv+"="+id, helperEnv+"=1")
 	cmd.ExtraFiles = []*os.File{r} // fd 3 in the child
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = newSession()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return Proc{}, nil, fmt.Errorf("start %s: %w", filepath.Base(argv[0]), err)
@@ -156,7 +154,7 @@ func tagged(id string) []Proc {
 // stopProcs ends the fault's processes: the recorded ones (if still the same
 // process) and any found by tag. It sends sig, waits up to grace, then SIGKILL.
 // Processes of another boot are long gone.
-func stopProcs(ctx context.Context, id, boot string, recorded []Proc, sig unix.Signal, grace time.Duration) error {
+func stopProcs(ctx context.Context, id, boot string, recorded []Proc, sig syscall.Signal, grace time.Duration) error {
 	var procs []Proc
 	if sameBoot(boot) {
 		for _, p := range recorded {
@@ -177,10 +175,10 @@ func stopProcs(ctx context.Context, id, boot string, recorded []Proc, sig unix.S
 	if len(procs) == 0 {
 		return nil
 	}
-	signal := func(s unix.Signal) {
+	signal := func(s syscall.Signal) {
 		for _, p := range procs {
 			if p.alive() {
-				if err := unix.Kill(p.PID, s); err != nil && !errors.Is(err, unix.ESRCH) {
+				if err := kill(p.PID, s); err != nil && !errors.Is(err, syscall.ESRCH) {
 					continue
 				}
 			}
@@ -206,7 +204,7 @@ func stopProcs(ctx context.Context, id, boot string, recorded []Proc, sig unix.S
 	if waitGone(grace) {
 		return nil
 	}
-	signal(unix.SIGKILL)
+	signal(syscall.SIGKILL)
 	if waitGone(3 * time.Second) {
 		return nil
 	}

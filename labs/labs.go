@@ -1,37 +1,20 @@
-// Package labs defines what a lab environment is to the rest of commlab: a
-// cluster that comes up for one lab session and goes away after it, in which
-// commands run on named nodes and learners get terminals. Backends implement
-// [Environment]: labs/netns (network namespaces on one Linux host, the
-// default), and later a real GPU node and Slurm clusters.
+// Package labs holds what commlab's lab backends share: their errors, the
+// command ([Cmd]) and learner shell ([ShellOptions], [Terminal]) of a node.
 //
-// An environment says up front what it can do ([Capabilities]) so that a lab
-// that needs more (netem, GPUs, 4 rails) is refused before anything starts.
+// The interface a lab runs on is session.Env (labs/session), "a running lab
+// environment", brought up by a session.Provider: labs/backend on this host
+// (network namespaces from labs/netns, or a GPU node) and labs/slurm on a
+// cluster. A Provider's Check refuses a lab the host cannot run before
+// anything starts.
 package labs
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
-	"strings"
 )
-
-// Environment is one lab cluster owned by one lab session.
-//
-// Up builds it; Down removes everything Up created and is safe to call more
-// than once, after a failed Up, and concurrently with Exec. Exec and Shell
-// need a node name from the topology.
-type Environment interface {
-	Up(ctx context.Context) error
-	Down(ctx context.Context) error
-	// Exec prepares argv to run on node; nothing runs until Start/Run.
-	Exec(ctx context.Context, node string, argv ...string) (*Cmd, error)
-	// Shell starts an interactive shell on node for the learner.
-	Shell(ctx context.Context, node string, opts ShellOptions) (Terminal, error)
-	Capabilities() Capabilities
-}
 
 // Errors shared by the backends; test them with errors.Is.
 var (
@@ -73,76 +56,6 @@ type Terminal interface {
 	io.ReadWriteCloser
 	Resize(rows, cols uint16) error
 	Wait() error
-}
-
-// Capabilities say what an environment offers.
-type Capabilities struct {
-	// Backend names the implementation: "netns", "gpu", "slurm".
-	Backend string `json:"backend"`
-	// Nodes lists the node names.
-	Nodes []string `json:"nodes"`
-	// Rails is the number of data switches (rails) in the fabric.
-	Rails int `json:"rails"`
-	// GPUs is the number of GPUs per node (0 on netns).
-	GPUs int `json:"gpus"`
-	// RDMA says whether nodes have verbs devices (real or soft-RoCE).
-	RDMA bool `json:"rdma"`
-	// IntraNodeFabric says whether traffic inside a node is shaped ("NVLink").
-	IntraNodeFabric bool `json:"intra_node_fabric"`
-	// Shaping says whether link rates are enforced (tbf/htb present).
-	Shaping bool `json:"shaping"`
-	// Netem says whether sch_netem is available (delay and jitter; corruption also
-	// works without it, through a tc BPF program).
-	Netem bool `json:"netem"`
-	// NFTables says whether nftables works inside the nodes (loss, port blocks).
-	NFTables bool `json:"nftables"`
-	// Shell says whether learners can get a terminal on a node.
-	Shell bool `json:"shell"`
-}
-
-// Need is what a lab requires of its environment; zero fields require nothing.
-type Need struct {
-	Nodes           int  `json:"nodes,omitempty"`
-	Rails           int  `json:"rails,omitempty"`
-	GPUs            int  `json:"gpus,omitempty"`
-	RDMA            bool `json:"rdma,omitempty"`
-	IntraNodeFabric bool `json:"intra_node_fabric,omitempty"`
-	Netem           bool `json:"netem,omitempty"`
-	NFTables        bool `json:"nftables,omitempty"`
-	Shell           bool `json:"shell,omitempty"`
-}
-
-// Check returns an error listing everything n needs that c lacks, wrapping
-// [ErrUnsupported], or nil.
-func (c Capabilities) Check(n Need) error {
-	var miss []string
-	if len(c.Nodes) < n.Nodes {
-		miss = append(miss, fmt.Sprintf("%d nodes (have %d)", n.Nodes, len(c.Nodes)))
-	}
-	if c.Rails < n.Rails {
-		miss = append(miss, fmt.Sprintf("%d rails (have %d)", n.Rails, c.Rails))
-	}
-	if c.GPUs < n.GPUs {
-		miss = append(miss, fmt.Sprintf("%d GPUs per node (have %d)", n.GPUs, c.GPUs))
-	}
-	for _, f := range []struct {
-		need, have bool
-		what       string
-	}{
-		{n.RDMA, c.RDMA, "RDMA devices"},
-		{n.IntraNodeFabric, c.IntraNodeFabric, "an intra-node fabric"},
-		{n.Netem, c.Netem, "sch_netem (delay/jitter)"},
-		{n.NFTables, c.NFTables, "nftables"},
-		{n.Shell, c.Shell, "learner shells"},
-	} {
-		if f.need && !f.have {
-			miss = append(miss, f.what)
-		}
-	}
-	if len(miss) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: the %s environment lacks %s", ErrUnsupported, c.Backend, strings.Join(miss, ", "))
 }
 
 // Cmd is a command prepared to run on a lab node. Configure the embedded

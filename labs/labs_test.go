@@ -9,38 +9,6 @@ import (
 	"testing"
 )
 
-func TestCapabilitiesCheck(t *testing.T) {
-	c := Capabilities{Backend: "netns", Nodes: []string{"a", "b", "c", "d"}, Rails: 2, Shaping: true, NFTables: true, Shell: true}
-	tests := []struct {
-		need Need
-		want []string // substrings of the error; none means no error
-	}{
-		{Need{}, nil},
-		{Need{Nodes: 4, Rails: 2, NFTables: true, Shell: true}, nil},
-		{Need{Nodes: 8}, []string{"8 nodes (have 4)"}},
-		{Need{Rails: 4, Netem: true}, []string{"4 rails (have 2)", "sch_netem"}},
-		{Need{GPUs: 8, RDMA: true, IntraNodeFabric: true}, []string{"8 GPUs per node (have 0)", "RDMA devices", "an intra-node fabric"}},
-	}
-	for _, tt := range tests {
-		err := c.Check(tt.need)
-		if len(tt.want) == 0 {
-			if err != nil {
-				t.Errorf("Check(%+v) = %v, want nil", tt.need, err)
-			}
-			continue
-		}
-		if !errors.Is(err, ErrUnsupported) {
-			t.Errorf("Check(%+v) = %v, want ErrUnsupported", tt.need, err)
-			continue
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("Check(%+v) = %v, want it to mention %q", tt.need, err, w)
-			}
-		}
-	}
-}
-
 // TestCmd runs real processes through Cmd with a start function that records
 // it was used.
 func TestCmd(t *testing.T) {

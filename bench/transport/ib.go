@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 )
 
 // The RoCE emulation: every packet goes to UDP port 4791 (data to the receiver,
@@ -122,15 +121,7 @@ func udpDial(ctx context.Context, local, remote netip.AddrPort) (*net.UDPConn, e
 		LocalAddr: net.UDPAddrFromAddrPort(local),
 		Control: func(_, _ string, rc syscall.RawConn) error {
 			var serr error
-			err := rc.Control(func(fd uintptr) {
-				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); serr != nil {
-					return
-				}
-				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
-					return
-				}
-				raiseSockBufs(int(fd))
-			})
+			err := rc.Control(func(fd uintptr) { serr = shareRoCEPort(int(fd)) })
 			if err != nil {
 				return err
 			}
@@ -151,15 +142,6 @@ func mssFor(mtu int) int {
 		mtu = 1500
 	}
 	return min(ibMaxMTU, mtu-20-8-dataHdr)
-}
-
-// monoNanos is CLOCK_MONOTONIC, which every process of a host shares (network
-// namespaces do not change it): one-way delays between lab nodes are exact. Across
-// hosts the clocks differ by a constant, which the base one-way delay absorbs.
-func monoNanos() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 func gid(ip netip.Addr) string { return "::ffff:" + ip.Unmap().String() }

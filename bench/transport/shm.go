@@ -14,9 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/commlab/commlab/bench/ncclmsg"
 )
@@ -58,10 +57,10 @@ func dialSHM(ctx context.Context, c net.Conn, h header, dir string, dst int) (Co
 	defer f.Close()
 	if err := allocate(int(f.Fd()), int64(size)); err != nil {
 		os.Remove(path)
-		errno, _ := err.(unix.Errno)
+		errno, _ := err.(syscall.Errno)
 		return nil, ncclmsg.ShmExtend.Warning(fmt.Errorf("%w: %v", ErrShm, err), path, size, ncclmsg.Strerror(errno), int(errno))
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := mapShared(int(f.Fd()), size)
 	if err != nil {
 		os.Remove(path)
 		return nil, fmt.Errorf("%w: mmap %s: %v", ErrShm, path, err)
@@ -76,7 +75,7 @@ func dialSHM(ctx context.Context, c net.Conn, h header, dir string, dst int) (Co
 	}
 	os.Remove(path) // both sides have it mapped now (or setup failed)
 	if err != nil || ack[0] != 1 {
-		unix.Munmap(mem)
+		unmap(mem)
 		if err == nil {
 			err = fmt.Errorf("rank %d could not map %s", dst, path)
 		}
@@ -97,13 +96,13 @@ func acceptSHM(c net.Conn, payload []byte) (Conn, error) {
 		return nil, err
 	}
 	defer f.Close()
-	mem, err := unix.Mmap(int(f.Fd()), 0, shmSlots*shmSlotSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := mapShared(int(f.Fd()), shmSlots*shmSlotSize)
 	if err != nil {
 		c.Write([]byte{0})
 		return nil, err
 	}
 	if _, err := c.Write([]byte{1}); err != nil {
-		unix.Munmap(mem)
+		unmap(mem)
 		return nil, err
 	}
 	c.SetDeadline(time.Time{})
@@ -173,7 +172,7 @@ func (s *shmConn) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mem != nil {
-		unix.Munmap(s.mem)
+		unmap(s.mem)
 		s.mem = nil
 	}
 	return nil

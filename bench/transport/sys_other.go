@@ -1,14 +1,21 @@
-//go:build !linux
+//go:build !unix
 
 package transport
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
 
-// raiseSockBufs asks for 8 MiB socket buffers within the system's limits.
-func raiseSockBufs(fd int) {
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 8<<20)
-}
+	"github.com/commlab/commlab/labs"
+)
 
-// allocate sizes the file; without fallocate a full disk shows only on use.
-func allocate(fd int, size int64) error { return unix.Ftruncate(fd, size) }
+func shareRoCEPort(int) error { return labs.ErrNeedsLinux }
+
+// monoNanos has no clock shared by processes here; the RoCE transport that
+// needs one refuses in shareRoCEPort anyway.
+func monoNanos() int64 { return time.Now().UnixNano() }
+
+func mapShared(int, int) ([]byte, error) { return nil, labs.ErrNeedsLinux }
+
+func unmap([]byte) {}
+
+func allocate(int, int64) error { return labs.ErrNeedsLinux }

@@ -13,12 +13,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,24 +69,15 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("nobody")
-		if err != nil {
-			t.Fatalf("PostgreSQL cannot run as root and there is no user nobody: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	attr, err := runAs(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	run := func(name string, args ...string) error {
 		cmd := exec.Command(filepath.Join(bin, name), args...)
 		cmd.Dir = dir
 		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.SysProcAttr = attr
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%s %v: %w\n%s", name, args, err, out)
 		}

@@ -332,17 +332,6 @@ func TestExec(t *testing.T) {
 	if err := c.Run(); err == nil || time.Since(t0) > 5*time.Second {
 		t.Errorf("sleep 30 under a 200ms context: %v after %v", err, time.Since(t0))
 	}
-	// Capabilities describe the topology and the host.
-	caps := s.Capabilities()
-	if caps.Backend != "netns" || len(caps.Nodes) != 2 || caps.Rails != 1 || !caps.Shaping || caps.GPUs != 0 {
-		t.Errorf("Capabilities() = %+v", caps)
-	}
-	if err := caps.Check(labs.Need{Nodes: 2, Rails: 1}); err != nil {
-		t.Errorf("Check(2 nodes, 1 rail) = %v", err)
-	}
-	if err := caps.Check(labs.Need{Nodes: 4, GPUs: 8}); !errors.Is(err, labs.ErrUnsupported) || !strings.Contains(err.Error(), "4 nodes") {
-		t.Errorf("Check(4 nodes, 8 GPUs) = %v", err)
-	}
 }
 
 // TestLifecycle covers Down twice, Up twice, Open from the state file, TTL

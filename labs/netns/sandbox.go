@@ -21,8 +21,8 @@ import (
 // Sandbox is one lab cluster built from network namespaces: a namespace per
 // node (cl-<id>-<node>) whose NICs are veth pairs into a fabric namespace
 // (cl-<id>-fab) holding one Linux bridge per switch, shaped with tbf on both
-// ends, plus a cgroup, an nftables table and a learner home. It implements
-// [labs.Environment].
+// ends, plus a cgroup, an nftables table and a learner home. Labs see it
+// through labs/backend, as a session.Env.
 //
 // The sandbox lives until Down, until the context given to Up ends, or until
 // its TTL passes, whichever comes first; if the process dies first, Sweep
@@ -40,8 +40,6 @@ type Sandbox struct {
 	// renewed carries a new expiry to watch.
 	renewed chan time.Time
 }
-
-var _ labs.Environment = (*Sandbox)(nil)
 
 // New prepares a sandbox for topo; nothing is created before Up.
 func New(topo *topology.Topology, opts Options) (*Sandbox, error) {

@@ -30,7 +30,10 @@ import (
 	"github.com/commlab/commlab/scenarios"
 )
 
-// Env is a running lab environment (a sandbox of network namespaces, a GPU node).
+// Env is a running lab environment, whichever backend built it: labs/backend's
+// sandbox of network namespaces or GPU node on this host, labs/slurm's job on a
+// cluster's nodes. Optional interfaces add what some have (NodeFaults, Losable,
+// LearnerFiles, Renewer).
 type Env interface {
 	// ID names the environment (the sandbox id).
 	ID() string

@@ -201,7 +201,7 @@ func (a *Agent) down() {
 	defer cancel()
 	a.mu.Lock()
 	for p := range a.procs {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	a.mu.Unlock()
 	if a.Injector != nil {

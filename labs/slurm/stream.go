@@ -211,7 +211,7 @@ func (a *Agent) bench(req Frame) (*proc, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
@@ -225,10 +225,10 @@ func (a *Agent) bench(req Frame) (*proc, error) {
 // SIGKILL.
 func (p *proc) kill() {
 	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = killGroup(pid, syscall.SIGTERM)
 	go func() {
 		time.Sleep(5 * time.Second)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = killGroup(pid, syscall.SIGKILL)
 	}()
 }
 

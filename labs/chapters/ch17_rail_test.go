@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,6 +68,16 @@ func TestLabCh17RailDegraded(t *testing.T) {
 				}
 			}
 		}
+
+		// The rates point at a path: this NIC, the rail's switch, the successor's NIC.
+		// Which link of the two, a third node tells: pings over this NIC lose packets,
+		// pings to the successor's NIC do not (0.97^300: one run in ten thousand loses none).
+		third := Others(next, Others(node, FourNodes...)...)[0]
+		ping := "ping -q -c 300 -i 0.02 -W 1 "
+		if out := lr.Out(lr.Run(node, ping+lr.Addr(third, nic))); !strings.Contains(out, "% packet loss") || strings.Contains(out, " 0% packet loss") {
+			lr.T.Errorf("%s to %s over %s: want some loss, got %q", node, third, nic, out)
+		}
+		lr.Expect(third, ping+lr.Addr(next, nic), " 0% packet loss")
 
 		qps := func(n, channel string) string {
 			return fmt.Sprintf("grep '^%s:.*QP to rank .* channel %s' train.log | tail -n 3", n, channel)

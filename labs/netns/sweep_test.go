@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/internal/hostns"
 	"github.com/commlab/commlab/labs/cgroup"
 )
 
@@ -153,7 +154,7 @@ func TestSweepKeepsLive(t *testing.T) {
 
 	// Objects with no record at all: a namespace and a cgroup.
 	orphan := testID()
-	h, ns, err := createNetNS(FabricNetNSName(orphan))
+	h, ns, err := hostns.Create(FabricNetNSName(orphan))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,12 +65,12 @@ func New(t testing.TB, spec Spec) *Lab {
 	if !spec.Fabric && len(spec.Nodes) != 2 {
 		t.Fatalf("testlab: a lab without a fabric has two nodes, not %d", len(spec.Nodes))
 	}
-	for i := range spec.NICs {
-		if spec.NICs[i].MTU == 0 {
-			spec.NICs[i].MTU = 1500
+	l := &Lab{ID: NewID(), Nodes: spec.Nodes, nics: slices.Clone(spec.NICs)}
+	for i := range l.nics {
+		if l.nics[i].MTU == 0 {
+			l.nics[i].MTU = 1500
 		}
 	}
-	l := &Lab{ID: NewID(), Nodes: spec.Nodes, nics: spec.NICs}
 	t.Cleanup(func() { l.destroy(t) })
 	if err := l.build(spec); err != nil {
 		t.Fatalf("testlab %s: %v", l.ID, err)
@@ -308,7 +309,7 @@ func Leftovers(id string) []string {
 	}
 	for _, c := range cgroupHierarchies {
 		p := filepath.Join(cgroup.MountRoot, c, host.SandboxCgroup(id))
-		if _, err := os.Stat(p); err == nil {
+		if exists(p) {
 			left = append(left, "cgroup "+p)
 		}
 	}
@@ -318,4 +319,7 @@ func Leftovers(id string) []string {
 	return left
 }
 
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}

@@ -83,7 +83,7 @@ func TestNetnsCorruptWrong(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := in.Apply(t.Context(), injector.Target{Sandbox: l.sandbox, Node: "n2"}, f, time.Minute)
+			e, err := in.Apply(t.Context(), injector.Target{Sandbox: l.ID, Node: "n2"}, f, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}

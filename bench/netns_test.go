@@ -4,98 +4,61 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/internal/testlab"
 )
 
-// testLab is two network namespaces cl-tb<id>-n1 and -n2 joined by a veth pair
-// named rdma0 on both sides (198.18.1.1 and .2), like two lab nodes with one data
-// rail. labs/netns was not available when this was written, so the test builds
-// its own and removes it in t.Cleanup.
-type testLab struct {
-	sandbox string
-}
+// testLab is two lab nodes n1 and n2 with one data rail: a veth named rdma0
+// on both sides (198.18.1.10 and .11).
+type testLab struct{ *testlab.Lab }
 
-func run(t *testing.T, argv ...string) string {
-	t.Helper()
-	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
-	}
-	return string(out)
-}
-
-func newTestLab(t *testing.T) *testLab {
+func newTestLab(t *testing.T) testLab {
 	t.Helper()
 	testenv.RequireRoot(t, "network namespaces")
-	for _, tool := range []string{"ip", "tc", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
-	}
-	var b [3]byte
-	rand.Read(b[:])
-	l := &testLab{sandbox: "tb" + hex.EncodeToString(b[:])}
-	n1, n2 := l.ns("n1"), l.ns("n2")
-	t.Cleanup(func() {
-		exec.Command("ip", "netns", "del", n1).Run()
-		exec.Command("ip", "netns", "del", n2).Run()
-	})
-	run(t, "ip", "netns", "add", n1)
-	run(t, "ip", "netns", "add", n2)
-	run(t, "ip", "-n", n1, "link", "add", "rdma0", "type", "veth", "peer", "name", "rdma0", "netns", n2)
-	for i, ns := range []string{n1, n2} {
-		run(t, "ip", "-n", ns, "link", "set", "lo", "up")
-		run(t, "ip", "-n", ns, "addr", "add", "198.18.1."+strconv.Itoa(i+1)+"/24", "dev", "rdma0")
-		run(t, "ip", "-n", ns, "link", "set", "rdma0", "up")
-	}
-	return l
+	testenv.RequireTools(t, "ip", "tc", "nft")
+	return testLab{testlab.New(t, testlab.Spec{Nodes: []string{"n1", "n2"}, NICs: []testlab.NIC{{Name: "rdma0", Net: 1}}})}
 }
 
-func (l *testLab) ns(node string) string { return "cl-" + l.sandbox + "-" + node }
-
 // shape limits rdma0's egress on both nodes to rate (tc syntax, e.g. 400mbit).
-func (l *testLab) shape(t *testing.T, rate string) {
-	for _, n := range []string{"n1", "n2"} {
-		run(t, "tc", "-n", l.ns(n), "qdisc", "replace", "dev", "rdma0", "root", "tbf", "rate", rate, "burst", "256kb", "limit", "4mb")
+func (l testLab) shape(t *testing.T, rate string) {
+	for _, n := range l.Nodes {
+		l.Run(t, n, "tc", "qdisc", "replace", "dev", "rdma0", "root", "tbf", "rate", rate, "burst", "256kb", "limit", "4mb")
 	}
 }
 
 // dropRoce drops pct % of UDP 4791 packets arriving on both nodes, as the
 // injector's roce-drop does.
-func (l *testLab) dropRoce(t *testing.T, pct int) {
-	for _, n := range []string{"n1", "n2"} {
-		ns := l.ns(n)
-		exec.Command("ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "cltb").Run()
+func (l testLab) dropRoce(t *testing.T, pct int) {
+	for _, n := range l.Nodes {
+		l.Try(n, "nft", "delete", "table", "inet", "cltb")
 		if pct == 0 {
 			continue
 		}
-		run(t, "ip", "netns", "exec", ns, "nft", "add", "table", "inet", "cltb")
-		run(t, "ip", "netns", "exec", ns, "nft", "add", "chain", "inet", "cltb", "in", "{ type filter hook input priority 0 ; }")
-		rule := []string{"ip", "netns", "exec", ns, "nft", "add", "rule", "inet", "cltb", "in", "udp", "dport", "4791"}
+		l.Run(t, n, "nft", "add", "table", "inet", "cltb")
+		l.Run(t, n, "nft", "add", "chain", "inet", "cltb", "in", "{ type filter hook input priority 0 ; }")
+		rule := []string{"nft", "add", "rule", "inet", "cltb", "in", "udp", "dport", "4791"}
 		if pct < 100 {
 			rule = append(rule, "numgen", "random", "mod", "100", "<", strconv.Itoa(pct))
 		}
-		run(t, append(rule, "drop")...)
+		l.Run(t, n, append(rule, "drop")...)
 	}
 }
 
 // iperf3 measures n1 -> n2 over rdma0 for a short run, in bits per second.
-func (l *testLab) iperf3(t *testing.T) float64 {
+func (l testLab) iperf3(t *testing.T) float64 {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed")
 	}
-	srv := exec.Command("ip", "netns", "exec", l.ns("n2"), "iperf3", "-s", "-1", "-B", "198.18.1.2")
+	server := l.Addr("n2", "rdma0")
+	srv := exec.Command("ip", "netns", "exec", l.NetNS("n2"), "iperf3", "-s", "-1", "-B", server)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +67,7 @@ func (l *testLab) iperf3(t *testing.T) float64 {
 	var err error
 	for range 20 {
 		time.Sleep(100 * time.Millisecond)
-		out, err = exec.Command("ip", "netns", "exec", l.ns("n1"), "iperf3", "-c", "198.18.1.2", "-t", "2", "-J").Output()
+		out, err = exec.Command("ip", "netns", "exec", l.NetNS("n1"), "iperf3", "-c", server, "-t", "2", "-J").Output()
 		if err == nil {
 			break
 		}
@@ -126,10 +89,10 @@ func (l *testLab) iperf3(t *testing.T) float64 {
 }
 
 // bench runs the benchmark in the lab's nodes through the netns starter.
-func (l *testLab) bench(t *testing.T, o Options, env ...string) (string, string, error) {
+func (l testLab) bench(t *testing.T, o Options, env ...string) (string, string, error) {
 	t.Helper()
 	var so, se syncBuf
-	lc := &Launcher{Starter: NetnsStarter{Sandbox: l.sandbox}, Exe: os.Args[0], Stdout: &so, Stderr: &se, Grace: 5 * time.Second,
+	lc := &Launcher{Starter: NetnsStarter{Sandbox: l.ID}, Exe: os.Args[0], Stdout: &so, Stderr: &se, Grace: 5 * time.Second,
 		Env: append([]string{"NCCL_SOCKET_IFNAME=rdma0", "COMMLAB_BENCH_TIMEOUT=30"}, env...)}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -232,7 +195,7 @@ func TestNetnsRoceDrop(t *testing.T) {
 	}
 	all := out + errOut
 	// NCCL 2.28.9's WARN (transport/net_ib.cc:2543).
-	if !regexp.MustCompile(`\[0\] transport/net_ib\.cc:2543 NCCL WARN NET/IB: Got completion from peer 198\.18\.1\.\d<\d+> with status=IBV_WC_RETRY_EXC_ERR\(12\) opcode=IBV_WC_SEND\(0\) reqSize=\d+ vendor_err=129 req_type=Send localGid ::ffff:198\.18\.1\.\d remoteGids::ffff:198\.18\.1\.\d hca rdma0`).MatchString(all) {
+	if !regexp.MustCompile(`\[0\] transport/net_ib\.cc:2543 NCCL WARN NET/IB: Got completion from peer 198\.18\.1\.\d+<\d+> with status=IBV_WC_RETRY_EXC_ERR\(12\) opcode=IBV_WC_SEND\(0\) reqSize=\d+ vendor_err=129 req_type=Send localGid ::ffff:198\.18\.1\.\d+ remoteGids::ffff:198\.18\.1\.\d+ hca rdma0`).MatchString(all) {
 		t.Errorf("no error-12 completion WARN in the output:\n%s", all)
 	}
 	// With NCCL_IB_DISABLE the same drop no longer matters: traffic moves to sockets.

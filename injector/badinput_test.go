@@ -4,6 +4,7 @@ package injector
 
 import (
 	"errors"
+	"github.com/commlab/commlab/internal/hostns"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestBadInput(t *testing.T) {
 	l := newLab(t, 1500, "n1")
 	in := newInjector(t)
 	// A cl- name that leads to the host's own namespace must be refused too.
-	hostAlias := "cl-" + l.sandbox + "-hostalias"
+	hostAlias := "cl-" + l.ID + "-hostalias"
 	p := filepath.Join(netnsDir, hostAlias)
 	if err := os.WriteFile(p, nil, 0o444); err != nil {
 		t.Fatal(err)
@@ -102,15 +103,15 @@ func TestBadInput(t *testing.T) {
 	if err := bindMount("/proc/self/ns/net", p); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deleteNamedNS(hostAlias) })
+	t.Cleanup(func() { hostns.Delete(hostAlias) })
 	good := l.target("n1")
 	base := l.snapshot(t, "n1")
 	checkBad(t, in, []badCase{
 		{"NIC not in the sandbox", good, "nic-rate", map[string]string{"nic": "rdma7", "rate": "1mbit"}, time.Minute, `has no NIC "rdma7" (it has: eth0, rdma0)`},
-		{"host namespace", Target{Sandbox: l.sandbox, Node: "hostalias"}, "nic-down", map[string]string{"nic": "eth0"}, time.Minute, "host's own namespace"},
-		{"another sandbox's namespace", Target{Sandbox: l.sandbox, Node: "n1", NetNS: "cl-other-n1"}, "nic-down", map[string]string{"nic": "eth0"}, time.Minute, "is not node " + l.sandbox + "/n1's namespace cl-" + l.sandbox + "-n1"},
-		{"another node's namespace", Target{Sandbox: l.sandbox, Node: "n1", NetNS: l.ns("n2")}, "nic-down", map[string]string{"nic": "eth0"}, time.Minute, "is not node"},
-		{"another sandbox's cgroup", Target{Sandbox: l.sandbox, Node: "n1", Cgroup: "commlab/other/n1"}, "cpu-squeeze", map[string]string{"cpus": "0.5"}, time.Minute, "is not under node"},
+		{"host namespace", Target{Sandbox: l.ID, Node: "hostalias"}, "nic-down", map[string]string{"nic": "eth0"}, time.Minute, "host's own namespace"},
+		{"another sandbox's namespace", Target{Sandbox: l.ID, Node: "n1", NetNS: "cl-other-n1"}, "nic-down", map[string]string{"nic": "eth0"}, time.Minute, "is not node " + l.ID + "/n1's namespace cl-" + l.ID + "-n1"},
+		{"another node's namespace", Target{Sandbox: l.ID, Node: "n1", NetNS: l.NetNS("n2")}, "nic-down", map[string]string{"nic": "eth0"}, time.Minute, "is not node"},
+		{"another sandbox's cgroup", Target{Sandbox: l.ID, Node: "n1", Cgroup: "commlab/other/n1"}, "cpu-squeeze", map[string]string{"cpus": "0.5"}, time.Minute, "is not under node"},
 		{"cpuset offline CPU", good, "cpu-squeeze", map[string]string{"cpuset": "4000"}, time.Minute, "CPU 4000 is not online"},
 		{"congestion sender is receiver", good, "congestion", map[string]string{"nic": "rdma0", "senders": "n1", "rate": "10mbit"}, time.Minute, "receiving node itself"},
 		{"congestion sender missing", good, "congestion", map[string]string{"nic": "rdma0", "senders": "n9", "rate": "10mbit"}, time.Minute, "does not exist"},

@@ -138,7 +138,7 @@ func crashLoops(t *testing.T, loops int) (int, map[string]int) {
 	killedIn, inflight := map[string]int{}, 0
 	for i := range loops {
 		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), childEnv+"=crash", "COMMLAB_T_DATA="+data, "COMMLAB_T_SANDBOX="+l.sandbox,
+		cmd.Env = append(os.Environ(), childEnv+"=crash", "COMMLAB_T_DATA="+data, "COMMLAB_T_SANDBOX="+l.ID,
 			"COMMLAB_T_CGROUP="+tg.Cgroup, "COMMLAB_T_ETC="+tg.EtcDir, "COMMLAB_T_START="+strconv.Itoa(i%nf))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -187,7 +187,7 @@ func crashLoops(t *testing.T, loops int) (int, map[string]int) {
 		if p := taggedWith(ids); len(p) != 0 {
 			t.Fatalf("loop %d: tagged processes left: %v", i, p)
 		}
-		if _, err := os.Stat(filepath.Join(mntnsDir, l.ns("n1"))); err == nil {
+		if _, err := os.Stat(filepath.Join(mntnsDir, l.NetNS("n1"))); err == nil {
 			t.Fatalf("loop %d: mount namespace file left", i)
 		}
 		if s := staleProbes(); len(s) > 0 {

@@ -28,17 +28,17 @@ func TestDeadlineServerStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1200 * time.Millisecond)
-	mustContain(t, "tc qdisc show (nobody watching)", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "tbf c2:")
+	mustContain(t, "tc qdisc show (nobody watching)", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "tbf c2:")
 
 	next := openAt(t, data)
 	done, err := next.RevertExpired(ctx)
 	if err != nil || len(done) != 1 || done[0] != short.ID {
 		t.Fatalf("revert expired at start: %v %v, want [%s]", done, err, short.ID)
 	}
-	if out := l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"); strings.Contains(out, "c2:") || !strings.Contains(out, "tbf c1:") {
+	if out := l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"); strings.Contains(out, "c2:") || !strings.Contains(out, "tbf c1:") {
 		t.Errorf("expired fault still there: %s", out)
 	}
-	mustContain(t, "nft list ruleset", l.run(t, "n1", "nft", "list", "ruleset"), "numgen random mod 10000 < 100")
+	mustContain(t, "nft list ruleset", l.Run(t, "n1", "nft", "list", "ruleset"), "numgen random mod 10000 < 100")
 	done, err = next.Sweep(ctx)
 	if err != nil || len(done) != 1 || done[0] != long.ID {
 		t.Fatalf("sweep: %v %v, want [%s]", done, err, long.ID)
@@ -74,7 +74,7 @@ func TestWatchdog(t *testing.T) {
 	if late := time.Until(e.Deadline); late > 0 {
 		t.Errorf("reverted %s before the deadline", late)
 	}
-	if out := l.run(t, "n1", "nft", "list", "ruleset"); out != "" {
+	if out := l.Run(t, "n1", "nft", "list", "ruleset"); out != "" {
 		t.Errorf("rules left after the watchdog's revert:\n%s", out)
 	}
 }
@@ -94,7 +94,7 @@ func TestConflict(t *testing.T) {
 	if _, err := in.Apply(ctx, l.target("n1"), g, time.Minute); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second nic-rate on rdma0: %v, want a conflict", err)
 	}
-	mustContain(t, "tc qdisc", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "rate 10Mbit")
+	mustContain(t, "tc qdisc", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "rate 10Mbit")
 	if list, _ := in.List(); len(list) != 1 {
 		t.Errorf("journal: %v", list)
 	}
@@ -121,9 +121,9 @@ func TestConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A root qdisc commlab could not put back is never replaced.
-	l.run(t, "n1", "tc", "qdisc", "replace", "dev", "rdma0", "root", "handle", "1:", "htb")
+	l.Run(t, "n1", "tc", "qdisc", "replace", "dev", "rdma0", "root", "handle", "1:", "htb")
 	if _, err := in.Apply(ctx, l.target("n1"), g, time.Minute); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "cannot put back") {
 		t.Fatalf("nic-rate over an htb root qdisc: %v", err)
 	}
-	mustContain(t, "tc qdisc", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc htb 1: root")
+	mustContain(t, "tc qdisc", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc htb 1: root")
 }

@@ -5,6 +5,7 @@ package injector
 import (
 	"context"
 	"fmt"
+	"github.com/commlab/commlab/internal/testlab"
 	"os"
 	"strings"
 	"testing"
@@ -18,8 +19,8 @@ import (
 func TestCongestionRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2", "n3", "n4")
 	in := newInjector(t)
-	// The switch port facing n1 (veth cl-n1-1 in the fabric) runs at 100 Mbit/s.
-	if out, err := runIn("cl-"+l.sandbox+"-fab", "tc", "qdisc", "replace", "dev", "cl-n1-1", "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "20ms"); err != nil {
+	// The switch port facing n1's rdma0 (a veth in the fabric) runs at 100 Mbit/s.
+	if out, err := testlab.TryIn(l.FabricNetNS(), "tc", "qdisc", "replace", "dev", l.FabricPort("n1", "rdma0"), "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "20ms"); err != nil {
 		t.Fatalf("shape the switch port: %v: %s", err, out)
 	}
 	victim := func() float64 {
@@ -39,7 +40,7 @@ func TestCongestionRoundTrip(t *testing.T) {
 		for _, p := range procs {
 			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.PID))
 			for _, n := range []string{"n1", "n2", "n3"} {
-				if strings.Contains(string(b), "/commlab/"+l.sandbox+"/"+n+"\n") {
+				if strings.Contains(string(b), "/commlab/"+l.ID+"/"+n+"\n") {
 					nodes[n]++
 				}
 			}
@@ -49,24 +50,24 @@ func TestCongestionRoundTrip(t *testing.T) {
 		}
 		// The senders' control connections come up a moment after Apply returns
 		// (later still on a busy machine): wait for them, as a learner re-running ss would.
-		ss := l.run(t, "n1", "ss", "-tn")
+		ss := l.Run(t, "n1", "ss", "-tn")
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end) &&
-			!(strings.Contains(ss, l.ip("n1", 1)+":5301") && strings.Contains(ss, l.ip("n1", 1)+":5302")); {
+			!(strings.Contains(ss, l.Addr("n1", "rdma0")+":5301") && strings.Contains(ss, l.Addr("n1", "rdma0")+":5302")); {
 			time.Sleep(100 * time.Millisecond)
-			ss = l.run(t, "n1", "ss", "-tn")
+			ss = l.Run(t, "n1", "ss", "-tn")
 		}
-		mustContain(t, "ss -tn", ss, l.ip("n1", 1)+":5301", l.ip("n1", 1)+":5302")
+		mustContain(t, "ss -tn", ss, l.Addr("n1", "rdma0")+":5301", l.Addr("n1", "rdma0")+":5302")
 		// Delivered counts what n1 accepts per stream, after every filter chain: a
 		// stream n1's own filter drops delivers nothing, the other still arrives.
-		l.run(t, "n1", "nft", "add table inet drop5302 { chain in { type filter hook input priority 0; udp dport 5302 drop; }; }")
+		l.Run(t, "n1", "nft", "add table inet drop5302 { chain in { type filter hook input priority 0; udp dport 5302 drop; }; }")
 		kept, err := Delivered(context.Background(), l.target("n1"), "probe", "udp", PortRange{5301, 5302}, time.Second)
-		l.run(t, "n1", "nft", "delete table inet drop5302")
+		l.Run(t, "n1", "nft", "delete table inet drop5302")
 		if err != nil || len(kept) != 2 || kept[0] < 10e6 || kept[1] != 0 {
 			t.Errorf("Delivered with 5302 dropped: %v %v, want 5301 above 10 Mbit/s and 5302 at 0", kept, err)
 		} else {
 			t.Logf("delivered with 5302 dropped: %.1f Mbit/s to 5301, 0 to 5302", kept[0]/1e6)
 		}
-		if out := l.run(t, "n1", "nft", "list ruleset"); strings.Contains(out, "probe") {
+		if out := l.Run(t, "n1", "nft", "list ruleset"); strings.Contains(out, "probe") {
 			t.Errorf("Delivered left its chain behind:\n%s", out)
 		}
 		t0 := time.Now()
@@ -76,10 +77,4 @@ func TestCongestionRoundTrip(t *testing.T) {
 			t.Errorf("victim flow: %.0f Mbit/s alone, %.0f Mbit/s under congestion; want below 40%%", alone, got)
 		}
 	})
-}
-
-// runIn runs argv in a namespace by name.
-func runIn(ns string, argv ...string) (string, error) {
-	l := &testLab{}
-	return l.tryNS(ns, argv...)
 }

@@ -63,7 +63,7 @@ func (l *testLab) udpDamageAt(t *testing.T, from, to string, port, n int) (arriv
 	first = 1 << 30
 	var rx, tx *net.UDPConn
 	if err := l.inNS(to, func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.Addr(to, "rdma0")), Port: port})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func (l *testLab) udpDamageAt(t *testing.T, from, to string, port, n int) (arriv
 	defer rx.Close()
 	rx.SetReadBuffer(4 << 20)
 	if err := l.inNS(from, func() (err error) {
-		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(l.Addr(to, "rdma0")), Port: port})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func bitDiff(a, b []byte) int {
 func (l *testLab) tcpDamage(t *testing.T, from, to string, port, size int) int {
 	t.Helper()
 	var ln net.Listener
-	addr := net.JoinHostPort(l.ip(to, 1), strconv.Itoa(port))
+	addr := net.JoinHostPort(l.Addr(to, "rdma0"), strconv.Itoa(port))
 	if err := l.inNS(to, func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestCorruptRoundTrip(t *testing.T) {
 		t.Skipf("no tc BPF here: %v", err)
 	}
 	filters := func(t *testing.T, node string) string {
-		return l.run(t, node, "tc", "filter", "show", "dev", "rdma0", "ingress") + l.run(t, node, "tc", "filter", "show", "dev", "rdma0", "egress")
+		return l.Run(t, node, "tc", "filter", "show", "dev", "rdma0", "ingress") + l.Run(t, node, "tc", "filter", "show", "dev", "rdma0", "egress")
 	}
 	cases := []struct {
 		name   string
@@ -212,7 +212,7 @@ func TestCorruptRoundTrip(t *testing.T) {
 		}},
 		// iputils ping checks the data its echo replies bring back.
 		{"icmp ping", "n2", map[string]string{"nic": "rdma0", "percent": "100%", "proto": "icmp"}, func(t *testing.T) {
-			out, _ := l.try("n1", "ping", "-c", "5", "-i", "0.05", "-s", "1000", "-W", "1", l.ip("n2", 1))
+			out, _ := l.Try("n1", "ping", "-c", "5", "-i", "0.05", "-s", "1000", "-W", "1", l.Addr("n2", "rdma0"))
 			mustContain(t, "ping", out, "wrong data byte #", " 5 received")
 			if n := l.udpCount(t, "n1", "n2", 5507, 100); n < 95 {
 				t.Errorf("UDP with proto=icmp: %d of 100 arrived", n)
@@ -229,7 +229,7 @@ func TestCorruptRoundTrip(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.params["peer"] == "PEER" {
-				tc.params["peer"] = l.ip("n1", 1)
+				tc.params["peer"] = l.Addr("n1", "rdma0")
 			}
 			f := mustParse(t, in, "corrupt", tc.params)
 			before := filters(t, tc.node)

@@ -34,7 +34,7 @@ func TestEnvForceRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cmd := exec.Command("ip", "netns", "exec", l.ns("n1"), "env")
+				cmd := exec.Command("ip", "netns", "exec", l.NetNS("n1"), "env")
 				cmd.Env = append(os.Environ(), vars...)
 				out, err := cmd.Output()
 				if err != nil {

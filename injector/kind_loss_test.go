@@ -13,7 +13,7 @@ var rePingLoss = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
 // pingLoss pings to from node count times and returns the loss fraction.
 func (l *testLab) pingLoss(t *testing.T, node, to string, count int) float64 {
 	t.Helper()
-	out, _ := l.try(node, "ping", "-q", "-n", "-c", strconv.Itoa(count), "-i", "0.002", "-W", "1", to)
+	out, _ := l.Try(node, "ping", "-q", "-n", "-c", strconv.Itoa(count), "-i", "0.002", "-W", "1", to)
 	m := rePingLoss.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("ping output: %s", out)
@@ -37,8 +37,8 @@ func TestLossRoundTrip(t *testing.T) {
 		t.Run(tc.dir, func(t *testing.T) {
 			f := mustParse(t, in, "loss", map[string]string{"nic": "rdma0", "percent": "20%", "direction": tc.dir})
 			roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-				mustContain(t, "nft list table", l.run(t, "n1", "nft", "list", "table", "netdev", "commlab-"+l.sandbox), tc.want...)
-				if loss := l.pingLoss(t, "n2", l.ip("n1", 1), 400); loss < 0.12 || loss > 0.30 {
+				mustContain(t, "nft list table", l.Run(t, "n1", "nft", "list", "table", "netdev", "commlab-"+l.ID), tc.want...)
+				if loss := l.pingLoss(t, "n2", l.Addr("n1", "rdma0"), 400); loss < 0.12 || loss > 0.30 {
 					t.Errorf("ping loss with 20%% %s: %.1f%%", tc.dir, 100*loss)
 				}
 			})
@@ -50,7 +50,7 @@ func TestRoCEDropRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	roundTrip(t, l, in, "n2", mustParse(t, in, "roce-drop", map[string]string{"nic": "rdma0"}), func(t *testing.T, e Entry) {
-		mustContain(t, "nft list table", l.run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.sandbox), "udp dport 4791", "drop", "hook egress")
+		mustContain(t, "nft list table", l.Run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.ID), "udp dport 4791", "drop", "hook egress")
 		// UDP to 4791 is lost entirely; UDP to another port is not.
 		if got := l.udpCount(t, "n1", "n2", 4791, 1000); got != 0 {
 			t.Errorf("%d of 1000 datagrams to UDP 4791 arrived, want none", got)
@@ -58,7 +58,7 @@ func TestRoCEDropRoundTrip(t *testing.T) {
 		if got := l.udpCount(t, "n1", "n2", 4792, 1000); got < 995 {
 			t.Errorf("%d of 1000 datagrams to UDP 4792 arrived, want all", got)
 		}
-		mustContain(t, "nft list table", l.run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.sandbox), "counter packets 1000 ")
+		mustContain(t, "nft list table", l.Run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.ID), "counter packets 1000 ")
 	})
 }
 
@@ -66,7 +66,7 @@ func TestPortBlockRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	roundTrip(t, l, in, "n2", mustParse(t, in, "port-block", map[string]string{"ports": "29500-29510"}), func(t *testing.T, e Entry) {
-		mustContain(t, "nft list table", l.run(t, "n2", "nft", "list", "table", "inet", "commlab-"+l.sandbox), "hook input", "tcp dport 29500-29510", "drop")
+		mustContain(t, "nft list table", l.Run(t, "n2", "nft", "list", "table", "inet", "commlab-"+l.ID), "hook input", "tcp dport 29500-29510", "drop")
 		if out, err := l.iperf3Try(t, "n2", "n1", "29505", "-n", "1M", "--connect-timeout", "500"); err == nil {
 			t.Errorf("iperf3 to a blocked port connected: %s", out)
 		}

@@ -44,7 +44,7 @@ func TestNetemKinds(t *testing.T) {
 				return
 			}
 			roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-				mustContain(t, "tc qdisc show dev rdma0", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc netem c2: root", tc.want)
+				mustContain(t, "tc qdisc show dev rdma0", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc netem c2: root", tc.want)
 			})
 		})
 	}

@@ -12,12 +12,12 @@ func TestNICDownRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	roundTrip(t, l, in, "n1", mustParse(t, in, "nic-down", map[string]string{"nic": "rdma0"}), func(t *testing.T, e Entry) {
-		out := l.run(t, "n1", "ip", "link", "show", "dev", "rdma0")
+		out := l.Run(t, "n1", "ip", "link", "show", "dev", "rdma0")
 		mustContain(t, "ip link show rdma0", out, "state DOWN")
 		if strings.Contains(out, ",UP") || strings.Contains(out, "<UP") {
 			t.Errorf("rdma0 still has the UP flag: %s", out)
 		}
-		if out, err := l.try("n1", "ping", "-c", "1", "-W", "1", l.ip("n2", 1)); err == nil {
+		if out, err := l.Try("n1", "ping", "-c", "1", "-W", "1", l.Addr("n2", "rdma0")); err == nil {
 			t.Errorf("ping over a down NIC succeeded: %s", out)
 		}
 	})
@@ -30,7 +30,7 @@ func TestNICFlapRoundTrip(t *testing.T) {
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
 		seen := map[string]int{}
 		for range 30 {
-			out := l.run(t, "n1", "ip", "-o", "link", "show", "dev", "rdma0")
+			out := l.Run(t, "n1", "ip", "-o", "link", "show", "dev", "rdma0")
 			if strings.Contains(out, "state DOWN") {
 				seen["down"]++
 			} else {
@@ -64,16 +64,16 @@ func TestNICFlapDeadline(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	mustContain(t, "ip link show rdma0", l.run(t, "n1", "ip", "link", "show", "dev", "rdma0"), "state UP")
+	mustContain(t, "ip link show rdma0", l.Run(t, "n1", "ip", "link", "show", "dev", "rdma0"), "state UP")
 }
 
 func TestMTUMismatchRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	roundTrip(t, l, in, "n1", mustParse(t, in, "mtu-mismatch", map[string]string{"nic": "rdma0", "mtu": "1400"}), func(t *testing.T, e Entry) {
-		mustContain(t, "ip link show rdma0", l.run(t, "n1", "ip", "link", "show", "dev", "rdma0"), "mtu 1400 ")
+		mustContain(t, "ip link show rdma0", l.Run(t, "n1", "ip", "link", "show", "dev", "rdma0"), "mtu 1400 ")
 		// A full-size, don't-fragment ping no longer fits.
-		if out, err := l.try("n1", "ping", "-c", "1", "-W", "1", "-M", "do", "-s", "1472", l.ip("n2", 1)); err == nil {
+		if out, err := l.Try("n1", "ping", "-c", "1", "-W", "1", "-M", "do", "-s", "1472", l.Addr("n2", "rdma0")); err == nil {
 			t.Errorf("1500-byte DF ping through MTU 1400 succeeded: %s", out)
 		}
 	})
@@ -83,12 +83,12 @@ func TestWrongRouteRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	roundTrip(t, l, in, "n1", mustParse(t, in, "wrong-route", map[string]string{"to": "198.18.1.0/24", "nic": "eth0"}), func(t *testing.T, e Entry) {
-		mustContain(t, "ip route get", l.run(t, "n1", "ip", "route", "get", l.ip("n2", 1)), "dev eth0")
-		mustContain(t, "ip route", l.run(t, "n1", "ip", "route"), "198.18.1.0/25 dev eth0 proto 193", "198.18.1.128/25 dev eth0 proto 193")
+		mustContain(t, "ip route get", l.Run(t, "n1", "ip", "route", "get", l.Addr("n2", "rdma0")), "dev eth0")
+		mustContain(t, "ip route", l.Run(t, "n1", "ip", "route"), "198.18.1.0/25 dev eth0 proto 193", "198.18.1.128/25 dev eth0 proto 193")
 		// The data traffic now crosses the management NIC (n2 answers ARP for its
 		// rdma0 address there too, as Linux does), not the data rail.
 		before := l.txPackets(t, "n1")
-		l.run(t, "n1", "ping", "-q", "-c", "20", "-i", "0.002", l.ip("n2", 1))
+		l.Run(t, "n1", "ping", "-q", "-c", "20", "-i", "0.002", l.Addr("n2", "rdma0"))
 		after := l.txPackets(t, "n1")
 		if d := after["eth0"] - before["eth0"]; d < 20 {
 			t.Errorf("eth0 sent %d packets during 20 pings to the data address, want >= 20", d)
@@ -102,12 +102,12 @@ func TestWrongRouteRoundTrip(t *testing.T) {
 	for _, node := range []string{"n1", "n2"} {
 		peer := map[string]string{"n1": "n2", "n2": "n1"}[node]
 		roundTrip(t, l, in, node, mustParse(t, in, "wrong-route", map[string]string{"to": "rdma0", "nic": "eth0"}), func(t *testing.T, e Entry) {
-			mustContain(t, "ip route get", l.run(t, node, "ip", "route", "get", l.ip(peer, 1)), "dev eth0")
-			mustContain(t, "ip route", l.run(t, node, "ip", "route"), "/25 dev eth0 proto 193")
+			mustContain(t, "ip route get", l.Run(t, node, "ip", "route", "get", l.Addr(peer, "rdma0")), "dev eth0")
+			mustContain(t, "ip route", l.Run(t, node, "ip", "route"), "/25 dev eth0 proto 193")
 		})
 	}
 	// A prefix that is not routed yet is added as is.
 	roundTrip(t, l, in, "n1", mustParse(t, in, "wrong-route", map[string]string{"to": "198.18.1.11/32", "nic": "eth0", "via": "198.18.0.1"}), func(t *testing.T, e Entry) {
-		mustContain(t, "ip route", l.run(t, "n1", "ip", "route"), "198.18.1.11 via 198.18.0.1 dev eth0 proto 193")
+		mustContain(t, "ip route", l.Run(t, "n1", "ip", "route"), "198.18.1.11 via 198.18.0.1 dev eth0 proto 193")
 	})
 }

@@ -17,23 +17,23 @@ func TestNICFlapCarrierRoundTrip(t *testing.T) {
 	// 90% of 20 s: the first down phase outlasts the checks.
 	f := mustParse(t, in, "nic-flap", map[string]string{"nic": "rdma0", "period": "20s", "duty": "90%", "mode": "carrier"})
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-		link := l.run(t, "n1", "ip", "link", "show", "dev", "rdma0")
+		link := l.Run(t, "n1", "ip", "link", "show", "dev", "rdma0")
 		mustContain(t, "ip link show rdma0", link, "NO-CARRIER", ",UP", "state DOWN")
-		route := l.run(t, "n1", "ip", "route", "show", "dev", "rdma0")
+		route := l.Run(t, "n1", "ip", "route", "show", "dev", "rdma0")
 		mustContain(t, "ip route show dev rdma0", route, "linkdown")
-		out, err := l.try("n1", "bash", "-c", "exec 3<>/dev/tcp/"+l.ip("n2", 1)+"/5555")
+		out, err := l.Try("n1", "bash", "-c", "exec 3<>/dev/tcp/"+l.Addr("n2", "rdma0")+"/5555")
 		if err == nil || !strings.Contains(out, "No route to host") {
 			t.Errorf("connect over a NIC without carrier: %v %q, want No route to host (EHOSTUNREACH)", err, out)
 		}
 		cmd := strings.Join(e.Command, " ")
-		if want := "ip -n cl-" + l.sandbox + "-fab link set dev cl-n1-1 down"; !strings.Contains(cmd, want) {
+		if want := "ip -n " + l.FabricNetNS() + " link set dev " + l.FabricPort("n1", "rdma0") + " down"; !strings.Contains(cmd, want) {
 			t.Errorf("debrief command %q lacks %q", cmd, want)
 		}
 		if p := tagged(e.ID); len(p) != 1 {
 			t.Errorf("flap driver processes: %v, want one", p)
 		}
 	})
-	mustContain(t, "ip link show rdma0 after revert", l.run(t, "n1", "ip", "link", "show", "dev", "rdma0"), "state UP")
+	mustContain(t, "ip link show rdma0 after revert", l.Run(t, "n1", "ip", "link", "show", "dev", "rdma0"), "state UP")
 }
 
 func TestNICFlapModeValidate(t *testing.T) {

@@ -61,9 +61,9 @@ func TestNICRateRoundTrip(t *testing.T) {
 	in := newInjector(t)
 	f := mustParse(t, in, "nic-rate", map[string]string{"nic": "rdma0", "rate": "40mbit", "direction": "both"})
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-		mustContain(t, "tc -s qdisc show dev rdma0", l.run(t, "n1", "tc", "-s", "qdisc", "show", "dev", "rdma0"), "qdisc tbf c2: root", "rate 40Mbit", "qdisc clsact ffff:")
-		mustContain(t, "tc qdisc show dev cl-irdma0", l.run(t, "n1", "tc", "qdisc", "show", "dev", "cl-irdma0"), "qdisc tbf c2: root", "rate 40Mbit")
-		mustContain(t, "tc filter show dev rdma0 ingress", l.run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "ingress"), "pref 193 u32", "Egress Redirect to device cl-irdma0")
+		mustContain(t, "tc -s qdisc show dev rdma0", l.Run(t, "n1", "tc", "-s", "qdisc", "show", "dev", "rdma0"), "qdisc tbf c2: root", "rate 40Mbit", "qdisc clsact ffff:")
+		mustContain(t, "tc qdisc show dev cl-irdma0", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "cl-irdma0"), "qdisc tbf c2: root", "rate 40Mbit")
+		mustContain(t, "tc filter show dev rdma0 ingress", l.Run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "ingress"), "pref 193 u32", "Egress Redirect to device cl-irdma0")
 		for _, dir := range []struct {
 			name string
 			args []string
@@ -86,8 +86,8 @@ func TestNICRateHTB(t *testing.T) {
 	in := newInjector(t)
 	f := mustParse(t, in, "nic-rate", map[string]string{"nic": "rdma0", "rate": "40mbit", "qdisc": "htb"})
 	roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-		mustContain(t, "tc qdisc show dev rdma0", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc htb c2: root")
-		mustContain(t, "tc class show dev rdma0", l.run(t, "n1", "tc", "class", "show", "dev", "rdma0"), "class htb c2:1 root", "rate 40Mbit ceil 40Mbit")
+		mustContain(t, "tc qdisc show dev rdma0", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "qdisc htb c2: root")
+		mustContain(t, "tc class show dev rdma0", l.Run(t, "n1", "tc", "class", "show", "dev", "rdma0"), "class htb c2:1 root", "rate 40Mbit ceil 40Mbit")
 		got := testenv.Throughput(3, 30, func() float64 {
 			return jnum(t, l.iperf3(t, "n2", "n1", "-t", "1"), "end", "sum_received", "bits_per_second") / 1e6
 		})

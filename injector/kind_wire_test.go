@@ -17,7 +17,7 @@ var rePingTime = regexp.MustCompile(`time=([0-9.]+) ms`)
 // pingRTTs pings to from node n times, 10 ms apart, and returns the RTTs in ms.
 func (l *testLab) pingRTTs(t testing.TB, node, to string, n int) []float64 {
 	t.Helper()
-	out, _ := l.try(node, "ping", "-n", "-c", strconv.Itoa(n), "-i", "0.01", "-W", "1", to)
+	out, _ := l.Try(node, "ping", "-n", "-c", strconv.Itoa(n), "-i", "0.01", "-W", "1", to)
 	var rtts []float64
 	for _, m := range rePingTime.FindAllStringSubmatch(out, -1) {
 		v, _ := strconv.ParseFloat(m[1], 64)
@@ -48,7 +48,7 @@ func quantile(v []float64, q float64) float64 {
 func addedDelay(t *testing.T, l *testLab, in *Injector, params map[string]string, rounds int, during func(e Entry)) (base, faulty []float64) {
 	t.Helper()
 	ctx := ctxT(t)
-	to := l.ip("n2", 1)
+	to := l.Addr("n2", "rdma0")
 	f := mustParse(t, in, "delay", params)
 	for range rounds {
 		base = append(base, l.pingRTTs(t, "n1", to, 50)...)
@@ -84,7 +84,7 @@ func TestDelayAdded(t *testing.T) {
 	base, faulty := addedDelay(t, l, in, map[string]string{"nic": "rdma0", "delay": "2ms"}, 4, func(e Entry) {
 		id = e.ID
 		if wire {
-			mustContain(t, "tc filter show dev rdma0 egress", l.run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"), "bpf", tcProgName, "direct-action")
+			mustContain(t, "tc filter show dev rdma0 egress", l.Run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"), "bpf", tcProgName, "direct-action")
 			if len(tagged(e.ID)) != 1 {
 				t.Errorf("wire helper processes: %v, want 1", tagged(e.ID))
 			}
@@ -106,7 +106,7 @@ func TestDelayAdded(t *testing.T) {
 	if p := tagged(id); len(p) != 0 {
 		t.Errorf("tagged processes left: %v", p)
 	}
-	if out := l.run(t, "n1", "ip", "-o", "link", "show", "type", "veth"); strings.Count(out, "\n") != 2 {
+	if out := l.Run(t, "n1", "ip", "-o", "link", "show", "type", "veth"); strings.Count(out, "\n") != 2 {
 		t.Errorf("veths after revert:\n%s", out)
 	}
 }
@@ -121,7 +121,7 @@ func TestWireKinds(t *testing.T) {
 	if Probe(ctxT(t)).Netem {
 		t.Skip("sch_netem present: delay and jitter use it")
 	}
-	to := l.ip("n2", 1)
+	to := l.Addr("n2", "rdma0")
 	t.Run("jitter", func(t *testing.T) {
 		f := mustParse(t, in, "jitter", map[string]string{"nic": "rdma0", "jitter": "1ms", "delay": "3ms"})
 		roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
@@ -181,7 +181,7 @@ func TestWireKinds(t *testing.T) {
 		if p := tagged(e.ID); len(p) != 0 {
 			t.Errorf("helper still running after the deadline: %v", p)
 		}
-		if out := l.run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"); out != "" {
+		if out := l.Run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"); out != "" {
 			t.Errorf("filter left after the deadline:\n%s", out)
 		}
 		if rtts := l.pingRTTs(t, "n1", to, 10); quantile(rtts, .5) > 1 {

@@ -4,6 +4,8 @@ package injector
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,14 +24,17 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/internal/testlab"
 	"github.com/commlab/commlab/labs/cgroup"
 )
 
-// This file builds scratch sandboxes for the tests, shaped like labs/netns: node
-// namespaces cl-<sandbox>-<node> with eth0 (management, 198.18.0.0/24) and rdma0
-// (data rail, 198.18.1.0/24), both wired to bridges in a fabric namespace
-// cl-<sandbox>-fab, and a workload cgroup commlab/<sandbox>/<node>.
+// This file shapes internal/testlab's scratch labs like labs/netns: node
+// namespaces cl-<sandbox>-<node> with eth0 (management, 198.18.0.0/24, 100
+// Mbit/s) and rdma0 (data rail, 198.18.1.0/24, 10 Gbit/s), both wired to
+// bridges in a fabric namespace cl-<sandbox>-fab, and a workload cgroup
+// commlab/<sandbox>/<node>.
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
@@ -44,109 +49,37 @@ func needRoot(t testing.TB) {
 }
 
 type testLab struct {
-	sandbox string
-	nodes   []string
-	etc     string // parent of each node's etc dir
-	mtu     int
+	*testlab.Lab
+	etc string // parent of each node's etc dir
+	mtu int
 }
 
 func (l *testLab) target(node string) Target {
-	return Target{Sandbox: l.sandbox, Node: node, Cgroup: "commlab/" + l.sandbox + "/" + node,
+	return Target{Sandbox: l.ID, Node: node, Cgroup: "commlab/" + l.ID + "/" + node,
 		EtcDir: filepath.Join(l.etc, node, "etc")}
 }
 
-func (l *testLab) ns(node string) string { return "cl-" + l.sandbox + "-" + node }
+// baseRates are the NICs' rates, shaped (like labs/netns) by a base tbf c1: on
+// both ends of each veth.
+var baseRates = map[string]Rate{"eth0": 100e6, "rdma0": 10e9}
 
-func (l *testLab) ip(node string, i int) string {
-	return fmt.Sprintf("198.18.%d.%d", i, 10+l.index(node))
-}
-
-func (l *testLab) index(node string) int {
-	for i, n := range l.nodes {
-		if n == node {
-			return i
-		}
-	}
-	return -1
+func baseTbf(nic testlab.NIC, idx int) netlink.Qdisc {
+	q := newTbf(idx, netlink.HANDLE_ROOT, baseRates[nic.Name], nic.MTU)
+	q.Handle = host.BaseQdiscHandle
+	return q
 }
 
 // newLab builds a sandbox with the given nodes; rdma0 gets the given MTU.
 func newLab(t testing.TB, mtu int, nodes ...string) *testLab {
 	t.Helper()
 	needRoot(t)
-	l := &testLab{sandbox: "t" + randHex(3), nodes: nodes, etc: t.TempDir(), mtu: mtu}
+	l := &testLab{etc: t.TempDir(), mtu: mtu, Lab: testlab.New(t, testlab.Spec{
+		Nodes: nodes, Fabric: true, Shape: baseTbf,
+		NICs: []testlab.NIC{{Name: "eth0", Net: 0, MTU: 1500}, {Name: "rdma0", Net: 1, MTU: mtu}},
+	})}
+	// Runs before testlab's own cleanup, which checks that nothing is left.
 	t.Cleanup(func() { l.destroy(t) })
-	fab := "cl-" + l.sandbox + "-fab"
-	fns, err := newNamedNS(fab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fns.Close()
-	fh, err := netlink.NewHandleAt(fns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var brs []netlink.Link
-	for _, name := range []string{"cl-brm", "cl-brd"} {
-		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: max(mtu, 1500)}}
-		if err := fh.LinkAdd(br); err != nil {
-			t.Fatalf("add bridge %s: %v", name, err)
-		}
-		b, _ := fh.LinkByName(name)
-		if err := fh.LinkSetUp(b); err != nil {
-			t.Fatal(err)
-		}
-		brs = append(brs, b)
-	}
-	for i, n := range nodes {
-		ns, err := newNamedNS(l.ns(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nh, err := netlink.NewHandleAt(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lo, _ := nh.LinkByName("lo")
-		nh.LinkSetUp(lo)
-		for j, nic := range []string{"eth0", "rdma0"} {
-			m := 1500
-			if nic == "rdma0" {
-				m = mtu
-			}
-			peer := fmt.Sprintf("cl-%s-%d", n, j)
-			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: peer, MTU: m, MasterIndex: brs[j].Attrs().Index},
-				PeerName: nic, PeerNamespace: netlink.NsFd(ns), PeerMTU: uint32(m)}
-			if err := fh.LinkAdd(v); err != nil {
-				t.Fatalf("add veth %s: %v", peer, err)
-			}
-			p, _ := fh.LinkByName(peer)
-			fh.LinkSetUp(p)
-			nl, err := nh.LinkByName(nic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Like labs/netns: a base tbf c1: at the link's rate on both ends.
-			rate := []Rate{100e6, 10e9}[j]
-			for _, end := range []struct {
-				h *netlink.Handle
-				l netlink.Link
-			}{{fh, p}, {nh, nl}} {
-				q := newTbf(end.l.Attrs().Index, netlink.HANDLE_ROOT, rate, m)
-				q.Handle = netlink.MakeHandle(0xc1, 0)
-				if err := end.h.QdiscReplace(q); err != nil {
-					t.Fatalf("base tbf on %s: %v", end.l.Attrs().Name, err)
-				}
-			}
-			addr, _ := netlink.ParseAddr(fmt.Sprintf("198.18.%d.%d/24", j, 10+i))
-			if err := nh.AddrAdd(nl, addr); err != nil {
-				t.Fatal(err)
-			}
-			nh.LinkSetUp(nl)
-		}
-		nh.Close()
-		ns.Close()
+	for _, n := range nodes {
 		l.makeCgroup(t, n)
 	}
 	return l
@@ -156,14 +89,14 @@ var cgControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}
 
 func (l *testLab) makeCgroup(t testing.TB, node string) {
 	if cgMode() == "v2" {
-		if err := os.MkdirAll(filepath.Join(cgroup.MountRoot, "commlab", l.sandbox, node), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(cgroup.MountRoot, "commlab", l.ID, node), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	for _, c := range cgControllers {
 		parent := filepath.Join(cgroup.MountRoot, c)
-		for _, seg := range []string{"commlab", l.sandbox, node} {
+		for _, seg := range []string{"commlab", l.ID, node} {
 			dir := filepath.Join(parent, seg)
 			if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
 				t.Fatalf("cgroup %s: %v", dir, err)
@@ -184,7 +117,7 @@ func (l *testLab) makeCgroup(t testing.TB, node string) {
 func (l *testLab) destroy(t testing.TB) {
 	// Kill what still runs in the nodes' cgroups, then remove them bottom-up.
 	var dirs []string
-	for _, n := range l.nodes {
+	for _, n := range l.Nodes {
 		dirs = append(dirs, l.cgroupDirs(n)...)
 	}
 	for _, dir := range dirs {
@@ -212,45 +145,21 @@ func (l *testLab) destroy(t testing.TB) {
 		rmdir(filepath.Dir(d))                   // commlab/<sandbox>
 		os.Remove(filepath.Dir(filepath.Dir(d))) // commlab/ itself, when nobody else uses it
 	}
-	for _, n := range l.nodes {
-		deleteNamedNS(l.ns(n))
-		os.Remove(filepath.Join(mntnsDir, l.ns(n)))
+	for _, n := range l.Nodes {
+		os.Remove(filepath.Join(mntnsDir, l.NetNS(n)))
 	}
-	os.RemoveAll(filepath.Join(runDir, "nodes", l.sandbox))
-	deleteNamedNS("cl-" + l.sandbox + "-fab")
+	os.RemoveAll(filepath.Join(runDir, "nodes", l.ID))
 }
 
 func (l *testLab) cgroupDirs(node string) []string {
 	if cgMode() == "v2" {
-		return []string{filepath.Join(cgroup.MountRoot, "commlab", l.sandbox, node)}
+		return []string{filepath.Join(cgroup.MountRoot, "commlab", l.ID, node)}
 	}
 	var out []string
 	for _, c := range cgControllers {
-		out = append(out, filepath.Join(cgroup.MountRoot, c, "commlab", l.sandbox, node))
+		out = append(out, filepath.Join(cgroup.MountRoot, c, "commlab", l.ID, node))
 	}
 	return out
-}
-
-// run runs argv inside node's namespace (ip netns exec) and returns its output.
-func (l *testLab) run(t testing.TB, node string, argv ...string) string {
-	t.Helper()
-	out, err := l.try(node, argv...)
-	if err != nil {
-		t.Fatalf("%s: %s: %v\n%s", node, strings.Join(argv, " "), err, out)
-	}
-	return out
-}
-
-func (l *testLab) try(node string, argv ...string) (string, error) {
-	return l.tryNS(l.ns(node), argv...)
-}
-
-func (l *testLab) tryNS(ns string, argv ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // iperf3 runs an iperf3 test from client node to server node's address on nic
@@ -277,7 +186,7 @@ func (l *testLab) iperf3Port(t testing.TB, server, client, port string, args ...
 // iperf3Try runs iperf3 and returns its JSON output and error.
 func (l *testLab) iperf3Try(t testing.TB, server, client, port string, args ...string) (string, error) {
 	t.Helper()
-	srv := exec.Command("ip", "netns", "exec", l.ns(server), "iperf3", "-s", "-1", "-p", port, "-B", l.ip(server, 1))
+	srv := exec.Command("ip", "netns", "exec", l.NetNS(server), "iperf3", "-s", "-1", "-p", port, "-B", l.Addr(server, "rdma0"))
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +194,7 @@ func (l *testLab) iperf3Try(t testing.TB, server, client, port string, args ...s
 	if err := waitListen(context.Background(), Proc{PID: srv.Process.Pid, Start: procStart(srv.Process.Pid)}, mustAtoi(port), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	out, err := l.try(client, append([]string{"iperf3", "-J", "-c", l.ip(server, 1), "-p", port}, args...)...)
+	out, err := l.Try(client, append([]string{"iperf3", "-J", "-c", l.Addr(server, "rdma0"), "-p", port}, args...)...)
 	var rep struct{ Error string }
 	if err == nil && json.Unmarshal([]byte(out), &rep) == nil && rep.Error != "" {
 		err = fmt.Errorf("iperf3: %s", rep.Error)
@@ -294,6 +203,12 @@ func (l *testLab) iperf3Try(t testing.TB, server, client, port string, args ...s
 }
 
 func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 func randByte() byte { b := randHex(1); n, _ := strconv.ParseUint(b, 16, 8); return byte(n) }
 
@@ -362,7 +277,7 @@ func (l *testLab) snapshot(t testing.TB, node string) string {
 		{"nft", "list", "ruleset"},
 		{"ip", "-4", "route", "show", "table", "all"},
 	} {
-		out := l.run(t, node, argv...)
+		out := l.Run(t, node, argv...)
 		// ip names each peer's namespace by scanning /run/netns; one created or
 		// deleted meanwhile (a probe's, another test's) makes it print this.
 		out = strings.ReplaceAll(out, "Error: Peer netns reference is invalid.\n", "")
@@ -414,7 +329,7 @@ func (l *testLab) txPackets(t testing.TB, node string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, nic := range []string{"eth0", "rdma0"} {
-		s := l.run(t, node, "cat", "/sys/class/net/"+nic+"/statistics/tx_packets")
+		s := l.Run(t, node, "cat", "/sys/class/net/"+nic+"/statistics/tx_packets")
 		out[nic] = mustAtoi(strings.TrimSpace(s))
 	}
 	return out
@@ -432,7 +347,7 @@ func (l *testLab) inNS(node string, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		target, err := netns.GetFromPath(filepath.Join(netnsDir, l.ns(node)))
+		target, err := netns.GetFromPath(filepath.Join(netnsDir, l.NetNS(node)))
 		if err != nil {
 			errc <- err
 			return
@@ -472,7 +387,7 @@ func (l *testLab) udpCount(t testing.TB, from, to string, port, n int) int {
 func (l *testLab) udpRcvbufErrors(t testing.TB, node string) int {
 	t.Helper()
 	var head []string
-	for _, line := range strings.Split(l.run(t, node, "cat", "/proc/net/snmp"), "\n") {
+	for _, line := range strings.Split(l.Run(t, node, "cat", "/proc/net/snmp"), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 || f[0] != "Udp:" {
 			continue
@@ -499,7 +414,7 @@ func (l *testLab) udpRead(t testing.TB, from, to string, port, n int) int {
 	t.Helper()
 	var rx *net.UDPConn
 	if err := l.inNS(to, func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.Addr(to, "rdma0")), Port: port})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -508,7 +423,7 @@ func (l *testLab) udpRead(t testing.TB, from, to string, port, n int) int {
 	rx.SetReadBuffer(8 << 20)
 	var tx *net.UDPConn
 	if err := l.inNS(from, func() (err error) {
-		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(l.ip(to, 1)), Port: port})
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(l.Addr(to, "rdma0")), Port: port})
 		return err
 	}); err != nil {
 		t.Fatal(err)

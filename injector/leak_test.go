@@ -43,7 +43,7 @@ func TestNothingListableNamesTheFault(t *testing.T) {
 		{"tc", "filter", "show", "dev", "eth0", "egress"},
 		{"ip", "-d", "link"},
 	} {
-		seen.WriteString(l.run(t, "n1", argv...))
+		seen.WriteString(l.Run(t, "n1", argv...))
 	}
 	// Helper processes, past the program's own name (commlab injector-helper).
 	for _, p := range tagged(ids[4]) {

@@ -23,7 +23,7 @@ func rateRun(t testing.TB, l *testLab, in *Injector, rate string, secs int) (ask
 	}
 	defer in.Revert(ctx, e.ID)
 	sent := func() float64 {
-		out := l.run(t, "n1", "tc", "-s", "qdisc", "show", "dev", "rdma0")
+		out := l.Run(t, "n1", "tc", "-s", "qdisc", "show", "dev", "rdma0")
 		_, after, _ := strings.Cut(out, "Sent ")
 		n, _ := strconv.ParseFloat(strings.Fields(after)[0], 64)
 		return n

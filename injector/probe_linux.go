@@ -4,12 +4,8 @@ package injector
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -17,7 +13,8 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/hostns"
 )
 
 func probe(ctx context.Context) Features {
@@ -31,7 +28,7 @@ func probe(ctx context.Context) Features {
 	removeStaleProbes()
 	// The name says which process made it, so one killed mid-probe can be cleaned up.
 	name := fmt.Sprintf("cl-probe-%d-%d", os.Getpid(), procStart(os.Getpid()))
-	ns, err := newNamedNS(name)
+	h, ns, err := hostns.Create(name)
 	if err != nil {
 		note := fmt.Sprintf("could not create a scratch namespace: %v", err)
 		for _, k := range []Feature{NeedTBF, NeedNetem, NeedIFB, NeedNftables} {
@@ -39,13 +36,8 @@ func probe(ctx context.Context) Features {
 		}
 		return f
 	}
-	defer deleteNamedNS(name)
+	defer hostns.Delete(name)
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		f.Notes[string(NeedTBF)] = err.Error()
-		return f
-	}
 	defer h.Close()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "cl-p0"}, PeerName: "cl-p1"}
 	if err := h.LinkAdd(veth); err != nil {
@@ -154,66 +146,6 @@ func removeStaleProbes() {
 		if err1 != nil || err2 != nil || (Proc{PID: p, Start: st}).alive() {
 			continue
 		}
-		_ = deleteNamedNS(e.Name())
+		_ = hostns.Delete(e.Name())
 	}
-}
-
-// newNamedNS creates a network namespace bound at /run/netns/name without moving
-// any other goroutine: the creating thread is locked and, if it cannot return to
-// its own namespace, it is left locked so the runtime discards it.
-func newNamedNS(name string) (netns.NsHandle, error) {
-	if err := validNetNS(name); err != nil {
-		return netns.None(), err
-	}
-	type result struct {
-		ns  netns.NsHandle
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			ch <- result{netns.None(), err}
-			return // thread stays locked and dies with the goroutine
-		}
-		defer orig.Close()
-		ns, err := netns.NewNamed(name)
-		if serr := netns.Set(orig); serr != nil {
-			if err == nil {
-				ns.Close()
-				_ = netns.DeleteNamed(name)
-			}
-			ch <- result{netns.None(), fmt.Errorf("return to own namespace: %w", serr)}
-			return
-		}
-		runtime.UnlockOSThread()
-		ch <- result{ns, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return netns.None(), fmt.Errorf("create namespace %s: %w", name, r.err)
-	}
-	return r.ns, nil
-}
-
-// deleteNamedNS removes a namespace created by newNamedNS (cl- names only).
-func deleteNamedNS(name string) error {
-	if err := validNetNS(name); err != nil {
-		return err
-	}
-	p := filepath.Join(netnsDir, name)
-	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !isGone(err) && err != unix.EINVAL {
-		return fmt.Errorf("unmount %s: %w", p, err)
-	}
-	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("remove %s: %w", p, err)
-	}
-	return nil
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return strings.ToLower(hex.EncodeToString(b))
 }

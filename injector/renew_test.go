@@ -71,10 +71,10 @@ func TestRenew(t *testing.T) {
 	if err != nil || len(done) != 1 || done[0] != loss.ID {
 		t.Fatalf("revert expired: %v %v, want only the torn renew's %s", done, err, loss.ID)
 	}
-	if out := l.run(t, "n1", "nft", "list", "ruleset"); strings.Contains(out, "numgen") {
+	if out := l.Run(t, "n1", "nft", "list", "ruleset"); strings.Contains(out, "numgen") {
 		t.Errorf("the loss fault outlived its old deadline:\n%s", out)
 	}
-	mustContain(t, "tc qdisc show (renewed)", l.run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "tbf c2:")
+	mustContain(t, "tc qdisc show (renewed)", l.Run(t, "n1", "tc", "qdisc", "show", "dev", "rdma0"), "tbf c2:")
 	list, err := after.List()
 	if err != nil {
 		t.Fatal(err)

@@ -4,51 +4,26 @@ package ncclsock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/netip"
-	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/commlab/commlab/bench/ncclmsg"
 	"github.com/vishvananda/netns"
 
-	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/bench/ncclmsg"
+	"github.com/commlab/commlab/internal/testlab"
 )
 
-func ip(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// pair builds namespaces cl-tc<id>-n1 and -n2 joined by a veth named rdma0
-// (198.18.1.1 and .2) and returns their names.
-func pair(t *testing.T) (string, string) {
-	testenv.RequireRoot(t, "network namespaces")
-	var b [3]byte
-	rand.Read(b[:])
-	n1, n2 := "cl-tc"+hex.EncodeToString(b[:])+"-n1", "cl-tc"+hex.EncodeToString(b[:])+"-n2"
-	t.Cleanup(func() {
-		exec.Command("ip", "netns", "del", n1).Run()
-		exec.Command("ip", "netns", "del", n2).Run()
-	})
-	ip(t, "netns", "add", n1)
-	ip(t, "netns", "add", n2)
-	ip(t, "-n", n1, "link", "add", "rdma0", "type", "veth", "peer", "name", "rdma0", "netns", n2)
-	for i, ns := range []string{n1, n2} {
-		// lo carries the ICMP host-unreachable the kernel sends itself when ARP fails.
-		ip(t, "-n", ns, "link", "set", "lo", "up")
-		ip(t, "-n", ns, "addr", "add", "198.18.1."+string(rune('1'+i))+"/24", "dev", "rdma0")
-		ip(t, "-n", ns, "link", "set", "rdma0", "up")
-	}
-	return n1, n2
+// pair builds two lab nodes n1 and n2 joined by a veth named rdma0
+// (198.18.1.10 and .11).
+func pair(t *testing.T) *testlab.Lab {
+	// lo (up in every lab node) carries the ICMP host-unreachable the kernel
+	// sends itself when ARP fails.
+	return testlab.New(t, testlab.Spec{Nodes: []string{"n1", "n2"}, NICs: []testlab.NIC{{Name: "rdma0", Net: 1}}})
 }
 
 // dialIn dials from namespace ns.
@@ -84,11 +59,12 @@ func dialIn(t *testing.T, ns string, d Dialer, to netip.AddrPort) (time.Duration
 // once and 2.27+ retry into remote error 6; a NIC set down administratively
 // loses its route, and ENETUNREACH is 2 at once in every release.
 func TestLinkFailuresByRelease(t *testing.T) {
-	n1, n2 := pair(t)
-	to := netip.MustParseAddrPort("198.18.1.2:5555")
+	l := pair(t)
+	n1 := l.NetNS("n1")
+	to := netip.AddrPortFrom(netip.MustParseAddr(l.Addr("n2", "rdma0")), 5555)
 	rel := func(s string) ncclmsg.Release { r, _ := ncclmsg.ParseRelease(s); return r }
 
-	ip(t, "-n", n2, "link", "set", "rdma0", "down") // n1's rdma0: NO-CARRIER, route kept
+	l.Run(t, "n2", "ip", "link", "set", "rdma0", "down") // n1's rdma0: NO-CARRIER, route kept
 	for _, tc := range []struct {
 		rel  string
 		code int
@@ -105,8 +81,8 @@ func TestLinkFailuresByRelease(t *testing.T) {
 		t.Logf("%s, no carrier: %v after %s", tc.rel, err, took.Round(time.Millisecond))
 	}
 
-	ip(t, "-n", n2, "link", "set", "rdma0", "up")
-	ip(t, "-n", n1, "link", "set", "rdma0", "down") // route removed
+	l.Run(t, "n2", "ip", "link", "set", "rdma0", "up")
+	l.Run(t, "n1", "ip", "link", "set", "rdma0", "down") // route removed
 	for _, r := range []string{"2.24", "2.28"} {
 		took, err := dialIn(t, n1, Dialer{Release: rel(r)}, to)
 		var e *Error

@@ -10,5 +10,6 @@
 //
 // The package is pure (no syscalls, no build tags), so every rule here is unit
 // tested without root and on any OS. The cgroup implementation itself lives in
-// labs/cgroup, the feature probe in labs/netns (Probe).
+// labs/cgroup, the feature probe in labs/netns (Probe), the creation of named
+// network namespaces in internal/hostns.
 package host

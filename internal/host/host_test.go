@@ -64,6 +64,8 @@ func TestNames(t *testing.T) {
 		{FabricTable("k3f9"), "cl-k3f9"},
 		{FaultTable("k3f9"), "commlab-k3f9"},
 		{SlurmNetNSName("4711", "node1"), "cls-4711-node1"},
+		{FabricPort(3, "rdma0"), "p3-rdma0"},
+		{BridgeName("leaf1"), "br-leaf1"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

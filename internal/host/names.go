@@ -77,6 +77,13 @@ func NetNSPath(id, node string) string { return path.Join(NetNSDir, NetNSName(id
 // FabricNetNSName is the namespace that holds a sandbox's switches.
 func FabricNetNSName(id string) string { return NetNSName(id, FabricNode) }
 
+// FabricPort names the fabric's end of node number n's NIC (n from 1):
+// "p3-rdma0". Topology validation keeps it within 15 characters.
+func FabricPort(n int, nic string) string { return fmt.Sprintf("p%d-%s", n, nic) }
+
+// BridgeName names a switch's bridge inside the fabric namespace: "br-<switch>".
+func BridgeName(sw string) string { return "br-" + sw }
+
 // SlurmNetNSName is the namespace of a Slurm lab's node on its compute node:
 // cls-<job>-<node>.
 func SlurmNetNSName(job, node string) string { return SlurmPrefix + job + "-" + node }

@@ -20,6 +20,7 @@ import (
 
 	// Named so: the package's tests have a helper host().
 	clhost "github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/internal/hostns"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/topology"
 )
@@ -86,7 +87,7 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 		return err
 	}
 
-	fab, fabNS, err := createNetNS(FabricNetNSName(id))
+	fab, fabNS, err := hostns.Create(FabricNetNSName(id))
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 	bridges := map[string]int{}
 	for _, sw := range plan.Nets {
 		br := &netlink.Bridge{LinkAttrs: netlink.NewLinkAttrs()}
-		br.Name, br.MTU, br.Flags = bridgeName(sw.Name), sw.MTU, net.FlagUp
+		br.Name, br.MTU, br.Flags = clhost.BridgeName(sw.Name), sw.MTU, net.FlagUp
 		off := false
 		br.MulticastSnooping = &off
 		if err := fab.LinkAdd(br); err != nil {
@@ -131,7 +132,7 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 // the fabric (never in the host namespace, which would give the node a
 // netnsid pointing at the host), shaped on both ends.
 func buildNode(fab *netlink.Handle, fabNS vnetns.NsHandle, bridges map[string]int, n int, nsName string, node topology.NodePlan, intra *topology.IntraNode) error {
-	h, ns, err := createNetNS(nsName)
+	h, ns, err := hostns.Create(nsName)
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func buildNode(fab *netlink.Handle, fabNS vnetns.NsHandle, bridges map[string]in
 		}
 	}
 	for _, c := range node.NICs {
-		peer := fabricPort(n, c.Name)
+		peer := clhost.FabricPort(n, c.Name)
 		v := &netlink.Veth{LinkAttrs: netlink.NewLinkAttrs(), PeerName: peer, PeerNamespace: netlink.NsFd(ns2fd(fabNS)), PeerMTU: uint32(c.MTU)}
 		v.Name, v.MTU = c.Name, c.MTU
 		if err := h.LinkAdd(v); err != nil {
@@ -172,7 +173,7 @@ func buildNode(fab *netlink.Handle, fabNS vnetns.NsHandle, bridges map[string]in
 			return fmt.Errorf("find fabric port %s: %w", peer, err)
 		}
 		if err := fab.LinkSetMasterByIndex(p, bridges[c.Switch]); err != nil {
-			return fmt.Errorf("plug %s into %s: %w", peer, bridgeName(c.Switch), err)
+			return fmt.Errorf("plug %s into %s: %w", peer, clhost.BridgeName(c.Switch), err)
 		}
 		if err := fab.LinkSetUp(p); err != nil {
 			return fmt.Errorf("set %s up: %w", peer, err)
@@ -294,7 +295,7 @@ func destroy(ctx context.Context, log *slog.Logger, id string, st *State) error 
 		errs = append(errs, err)
 	}
 	for _, name := range names {
-		if err := deleteNetNS(name); err != nil {
+		if err := hostns.Delete(name); err != nil {
 			errs = append(errs, err)
 		}
 	}

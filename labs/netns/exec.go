@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/commlab/commlab/internal/hostns"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
 )
@@ -96,7 +97,7 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 	if c.SysProcAttr == nil {
 		c.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	return onFreshThread(func() error {
+	return hostns.OnFreshThread(func() error {
 		// setns into a mount namespace needs an unshared fs context.
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
 			return fmt.Errorf("unshare fs: %w", err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/commlab/commlab/labs/topology"
 
 	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/internal/testlab"
 )
 
 // helperEnv makes the test binary act as a crash-test child (see TestMain).
@@ -60,9 +60,6 @@ func needRoot(t testing.TB) {
 	testenv.RequireRoot(t, "network namespaces, tc, cgroups")
 }
 
-// testID returns a fresh sandbox id for a test: 't' and 7 random characters.
-func testID() string { return "t" + NewID()[1:] }
-
 // upSandbox builds a sandbox of a built-in topology and removes it when the
 // test ends, failing the test if anything of it is left.
 func upSandbox(t *testing.T, topo string, opts Options) *Sandbox {
@@ -76,7 +73,7 @@ func upSandbox(t *testing.T, topo string, opts Options) *Sandbox {
 		opts.DataDir = t.TempDir()
 	}
 	if opts.ID == "" {
-		opts.ID = testID()
+		opts.ID = testlab.NewID()
 	}
 	s, err := New(top, opts)
 	if err != nil {
@@ -132,29 +129,10 @@ func host(t testing.TB, argv ...string) string {
 	return string(out)
 }
 
-// leftovers lists every trace of sandbox id on the host, asking the same
-// tools an operator would: ip netns list, ip link, nft list tables, the
-// cgroup tree, and commlab's own files.
+// leftovers lists every trace of sandbox id on the host: what testlab.Leftovers
+// finds, and labs/netns's own files and slot lease.
 func leftovers(id, dataDir string) []string {
-	var left []string
-	for _, argv := range [][]string{{"ip", "netns", "list"}, {"ip", "-o", "link"}, {"nft", "list", "tables"}} {
-		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-		if err != nil {
-			left = append(left, fmt.Sprintf("%s failed: %v %s", strings.Join(argv, " "), err, out))
-			continue
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, Prefix+id+"-") || strings.HasSuffix(strings.TrimSpace(line), " "+Prefix+id) {
-				left = append(left, strings.Join(argv, " ")+": "+line)
-			}
-		}
-	}
-	for _, c := range []string{"pids", "memory", "cpu", "unified", ""} {
-		p := filepath.Join("/sys/fs/cgroup", c, "commlab", id)
-		if _, err := os.Stat(p); err == nil {
-			left = append(left, "cgroup "+p)
-		}
-	}
+	left := testlab.Leftovers(id)
 	for _, p := range []string{sandboxRunDir(id), statePath(dataDir, id)} {
 		if _, err := os.Lstat(p); err == nil {
 			left = append(left, "file "+p)

@@ -1,7 +1,6 @@
 package netns
 
 import (
-	"fmt"
 	"path/filepath"
 
 	// Named so: the package's tests have a helper host().
@@ -48,10 +47,3 @@ func sandboxRunDir(id string) string { return filepath.Join(runDir, Prefix+id) }
 func statePath(dataDir, id string) string {
 	return filepath.Join(dataDir, stateSubdir, id+".json")
 }
-
-// fabricPort names the fabric-side end of node number n's NIC (1-based n):
-// "p3-rdma0". Topology validation keeps it within 15 characters.
-func fabricPort(n int, nic string) string { return fmt.Sprintf("p%d-%s", n, nic) }
-
-// bridgeName names a switch's bridge inside the fabric namespace.
-func bridgeName(sw string) string { return "br-" + sw }

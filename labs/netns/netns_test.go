@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/internal/testlab"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/topology"
@@ -287,7 +288,7 @@ func hostLinkNames(t *testing.T) []string {
 func TestExec(t *testing.T) {
 	needRoot(t)
 	top, _ := topology.Builtin("2x1")
-	s, err := New(top, Options{DataDir: t.TempDir(), ID: testID()})
+	s, err := New(top, Options{DataDir: t.TempDir(), ID: testlab.NewID()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// TTL.
-	ttl, err := New(top, Options{DataDir: data, ID: testID(), TTL: 300 * time.Millisecond})
+	ttl, err := New(top, Options{DataDir: data, ID: testlab.NewID(), TTL: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +389,7 @@ func TestLifecycle(t *testing.T) {
 
 	// Context.
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(top, Options{DataDir: data, ID: testID()})
+	c, err := New(top, Options{DataDir: data, ID: testlab.NewID()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,7 @@ func TestLifecycle(t *testing.T) {
 	// A context that ends during Up rolls back.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	r, _ := New(top, Options{DataDir: data, ID: testID()})
+	r, _ := New(top, Options{DataDir: data, ID: testlab.NewID()})
 	if err := r.Up(ctx2); !errors.Is(err, context.Canceled) {
 		t.Errorf("Up with a cancelled context = %v", err)
 	}
@@ -454,7 +455,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			top, opts, err := tt.make()
 			if opts.ID == "" {
-				opts.ID = testID()
+				opts.ID = testlab.NewID()
 			}
 			defer func() {
 				if left := leftovers(opts.ID, data); len(left) > 0 {

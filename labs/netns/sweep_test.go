@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/internal/hostns"
+	"github.com/commlab/commlab/internal/testlab"
 	"github.com/commlab/commlab/labs/cgroup"
 )
 
@@ -60,7 +62,7 @@ func TestCrashDuringUp(t *testing.T) {
 	data := t.TempDir()
 
 	// Calibrate: how long from exec to "up" for a 4-node sandbox.
-	id := testID()
+	id := testlab.NewID()
 	t0 := time.Now()
 	cmd, up := startHelper(t, id, data)
 	select {
@@ -82,7 +84,7 @@ func TestCrashDuringUp(t *testing.T) {
 	const runs = 20
 	var before, partial, after int
 	for i := 0; i < runs; i++ {
-		id := testID()
+		id := testlab.NewID()
 		delay := time.Duration(rand.Int64N(int64(full + full/5)))
 		cmd, up := startHelper(t, id, data)
 		time.Sleep(delay)
@@ -128,7 +130,7 @@ func TestSweepKeepsLive(t *testing.T) {
 	}
 
 	// Detached, owner process gone, TTL 2s.
-	det := testID()
+	det := testlab.NewID()
 	cmd, up := startHelper(t, det, data, "HELPER_DETACH=1", "HELPER_EXIT=1", "HELPER_TTL=2s")
 	select {
 	case <-up:
@@ -152,8 +154,8 @@ func TestSweepKeepsLive(t *testing.T) {
 	}
 
 	// Objects with no record at all: a namespace and a cgroup.
-	orphan := testID()
-	h, ns, err := createNetNS(FabricNetNSName(orphan))
+	orphan := testlab.NewID()
+	h, ns, err := hostns.Create(FabricNetNSName(orphan))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,23 +34,19 @@ func until(t *testing.T, turns *Turns, ok func() bool) {
 	t.Fatal("the turns never reached the state waited for")
 }
 
-// TestTurns: chart runs share the host; a graded run cancels those still in flight
-// after the grace, waits for them and for the graded run before it, and holds chart
-// runs back until it is done.
+// TestTurns: chart runs share the host; a graded run waits for those in flight and
+// for the graded run before it, and holds chart runs back until it is done; graded
+// runs waiting go before chart runs.
 func TestTurns(t *testing.T) {
 	ctx := context.Background()
-	turns := Turns{Grace: 10 * time.Millisecond}
-
-	run1, release1, err := turns.Chart(ctx)
+	turns := Turns{Grace: time.Hour}
+	release1, err := turns.Chart(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run2, release2, err := turns.Chart(ctx)
+	release2, err := turns.Chart(ctx)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if run1.Err() != nil || run2.Err() != nil {
-		t.Fatal("two chart runs do not share the host")
 	}
 
 	graded := make(chan func())
@@ -61,8 +57,7 @@ func TestTurns(t *testing.T) {
 		}
 		graded <- release
 	}()
-	<-run1.Done() // the graded run cancels both chart runs in flight
-	<-run2.Done()
+	until(t, &turns, func() bool { return turns.waiting == 1 })
 	release1()
 	select {
 	case <-graded:
@@ -76,7 +71,7 @@ func TestTurns(t *testing.T) {
 	chartWaits := make(chan struct{})
 	go func() {
 		defer close(chartWaits)
-		_, chartRelease, err = turns.Chart(ctx)
+		chartRelease, err = turns.Chart(ctx)
 	}()
 	secondGraded := make(chan func())
 	go func() {
@@ -92,8 +87,8 @@ func TestTurns(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	releaseGraded()
-	releaseGraded()           // a second call changes nothing
-	release := <-secondGraded // graded runs waiting go before charts
+	releaseGraded() // a second call changes nothing
+	release := <-secondGraded
 	select {
 	case <-chartWaits:
 		t.Fatal("a chart run started beside the second graded run")
@@ -107,21 +102,24 @@ func TestTurns(t *testing.T) {
 	chartRelease()
 }
 
-// TestTurnsGrace: within the grace a graded run lets a chart run in flight finish.
+// TestTurnsGrace: a chart run still in flight after the grace (hung on its fault)
+// is not waited for, nor cut; new chart runs still wait.
 func TestTurnsGrace(t *testing.T) {
-	turns := Turns{Grace: time.Hour}
-	run, release, err := turns.Chart(context.Background())
+	turns := Turns{Grace: 10 * time.Millisecond}
+	ctx := context.Background()
+	hung, err := turns.Chart(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	graded := make(chan func())
-	go func() { r, _ := turns.Graded(context.Background()); graded <- r }()
-	until(t, &turns, func() bool { return turns.waiting == 1 })
-	if run.Err() != nil {
-		t.Fatal("a graded run cut a chart run within the grace")
+	release, err := turns.Graded(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	release() // the chart run finishes on its own
-	(<-graded)()
+	if returns(func() { r, _ := turns.Chart(ctx); r() }) {
+		t.Error("a chart run started while a graded run held the host")
+	}
+	release()
+	hung()
 }
 
 // TestTurnsCancelled: a wait ends with its context's cause, and a graded run that
@@ -135,7 +133,7 @@ func TestTurnsCancelled(t *testing.T) {
 	stop := errors.New("lab stopped")
 	for name, wait := range map[string]func(context.Context) error{
 		"graded": func(ctx context.Context) error { _, err := turns.Graded(ctx); return err },
-		"chart":  func(ctx context.Context) error { _, _, err := turns.Chart(ctx); return err },
+		"chart":  func(ctx context.Context) error { _, err := turns.Chart(ctx); return err },
 	} {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		errc := make(chan error, 1)
@@ -153,7 +151,7 @@ func TestTurnsCancelled(t *testing.T) {
 	hold()
 
 	// A graded run waits on a chart run; it gives up; a new chart run may start.
-	_, releaseChart, err := turns.Chart(context.Background())
+	releaseChart, err := turns.Chart(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +160,7 @@ func TestTurnsCancelled(t *testing.T) {
 	if _, err := turns.Graded(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("graded run waiting on a chart run: err = %v, want its deadline", err)
 	}
-	if !returns(func() { _, r, _ := turns.Chart(context.Background()); r() }) {
+	if !returns(func() { r, _ := turns.Chart(context.Background()); r() }) {
 		t.Error("a chart run is held back by a graded run that gave up")
 	}
 	releaseChart()
@@ -179,20 +177,20 @@ func TestTurnsNil(t *testing.T) {
 	if !returns(func() { r, _ := turns.Graded(ctx); r() }) {
 		t.Error("a nil Turns held a graded run back")
 	}
-	run, chartRelease, err := turns.Chart(ctx)
-	if err != nil || run != ctx {
-		t.Errorf("nil Turns: Chart = %v, %v; want the caller's context", run, err)
+	chartRelease, err := turns.Chart(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	chartRelease()
 	release()
 }
 
 // TestLabsTakeTurns: two labs on one host. A graded run in one (an instructor's
-// "measure now") cancels the other's chart run in flight and runs alone.
+// "measure now") waits for the other's chart run in flight and runs alone.
 func TestLabsTakeTurns(t *testing.T) {
-	turns := Turns{Grace: 10 * time.Millisecond}
+	var turns Turns
 	var mu sync.Mutex
-	charting, cancelled := 0, 0
+	charting, charted := 0, 0
 	other := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
 		if n <= 2 {
 			return healthyThenFaulted(ctx, n) // the baseline and the self-test
@@ -200,12 +198,12 @@ func TestLabsTakeTurns(t *testing.T) {
 		mu.Lock()
 		charting++
 		mu.Unlock()
-		<-ctx.Done() // a chart run that lasts until something takes the host
+		time.Sleep(100 * time.Millisecond)
 		mu.Lock()
 		charting--
-		cancelled++
+		charted++
 		mu.Unlock()
-		return 0, ctx.Err()
+		return 1, nil
 	}}
 	besideChart := -1
 	measured := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
@@ -223,18 +221,16 @@ func TestLabsTakeTurns(t *testing.T) {
 		t.Cleanup(func() { l.Stop(); l.Wait() })
 		return l
 	}
-	charted := start(other, true)
-	waitFor(t, charted, func(st Status) bool { return st.Confirmed })
-	until(t, &turns, func() bool { return len(turns.charts) == 1 })
-
 	l := start(measured, false)
 	waitFor(t, l, func(st Status) bool { return st.Confirmed }) // its self-test is done
+	start(other, true)
+	until(t, &turns, func() bool { return turns.charts == 1 })
 	if _, err := l.Measure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if besideChart != 0 || cancelled == 0 {
-		t.Errorf("a graded run ran beside %d chart runs of another lab (%d cancelled), want alone", besideChart, cancelled)
+	if besideChart != 0 || charted == 0 {
+		t.Errorf("a graded run ran beside %d chart runs of another lab (%d charted), want alone after one", besideChart, charted)
 	}
 }

@@ -93,11 +93,11 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 			return
 		}
 		start := time.Now()
-		turn, release, err := l.cfg.Turns.Chart(ctx) // graded runs, this lab's or another's, go first
+		release, err := l.cfg.Turns.Chart(ctx) // graded runs, this lab's or another's, go first
 		if err != nil {
 			return
 		}
-		run, stop := context.WithCancel(turn)
+		run, stop := context.WithCancel(ctx)
 		l.mu.Lock()
 		l.stopStream = stop
 		l.mu.Unlock()
@@ -109,7 +109,7 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 			return
 		}
 		if tookOver {
-			continue // a graded run took the host: this run is not a sample
+			continue // this lab's grading took the links: this run is not a sample
 		}
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.log.Warn("workload", "err", err)

@@ -28,7 +28,7 @@ func TestEstimates(t *testing.T) {
 		name, block, want string
 	}{
 		{"unknown param", "  - {id: ab, describe: x, unit: µs, truth: 'delay * 1000', under: 0.2, over: 0.2}", "39:44: estimate ab: truth \"delay * 1000\": unknown name delay"},
-		{"not a number", "  - {id: ab, describe: x, unit: µs, truth: '"fast"', under: 0.2, over: 0.2}", "not a number"},
+		{"not a number", "  - {id: ab, describe: x, unit: µs, truth: '\"fast\"', under: 0.2, over: 0.2}", "not a number"},
 		{"zero in a variant", "  - {id: ab, describe: x, unit: µs, truth: 'rate - 40', under: 0.2, over: 0.2}", "want a positive number"},
 		{"no over", "  - {id: ab, describe: x, unit: µs, truth: rate}", "39:5: estimate ab: under is a fraction"},
 		{"no unit", "  - {id: ab, describe: x, truth: rate, over: 1}", "estimate ab needs describe, unit and truth"},

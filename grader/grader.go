@@ -99,8 +99,9 @@ type Result struct {
 }
 
 // PassMark is the score needed to pass a lab. Passing also needs the right class and
-// the full location: a fault found on the wrong node is not found; and, where the lab
-// makes its fix required, the fix measured again.
+// the full location: a fault found on the wrong node is not found; where the lab
+// makes its fix required, the fix measured again; and where it asks for figures, every
+// figure within its tolerance.
 const PassMark = 0.7
 
 // Weights of the criteria; without a remediation check its weight goes to the others.
@@ -257,7 +258,8 @@ func Grade(in Input) (Result, error) {
 	}
 	res.Score = math.Max(0, math.Round(res.Score*1000)/1000)
 	res.Passed = res.Score >= PassMark && full(res, "class") && full(res, "location") &&
-		(s.Remediation == nil || !(s.Remediation.Required || rules) || full(res, "remediation"))
+		(s.Remediation == nil || !(s.Remediation.Required || rules) || full(res, "remediation")) &&
+		(len(s.Estimates) == 0 || full(res, "estimates"))
 	return res, nil
 }
 

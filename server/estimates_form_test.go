@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commlab/commlab/web"
 	"github.com/gin-gonic/gin"
 )
 
@@ -25,5 +26,29 @@ func TestDiagnosisEstimates(t *testing.T) {
 	}
 	if _, err := diagnosis(post(url.Values{"class": {"x"}, "estimate.alpha": {"2ms"}})); err == nil || !strings.Contains(err.Error(), "estimate.alpha") {
 		t.Errorf("a non-number estimate: %v, want a bad form naming it", err)
+	}
+}
+
+// TestLabPageEstimates: a lab that asks for figures shows a number field for each,
+// labelled by what to report, never by its truth; other labs show none.
+func TestLabPageEstimates(t *testing.T) {
+	e := newLabEnv(t)
+	e.register(e.c, "figures@example.com")
+	path := e.startLab("ch13-latency-fit", nil)
+	_, page, _ := e.do(e.c, "GET", path, nil)
+	for _, want := range []string{`name="estimate.alpha"`, `name="estimate.link-rate"`, "拟合出的 α", "(µs)", "(Mbit/s)", web.T("zh", "lab.estimates")} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the lab page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "delay * 1000") {
+		t.Error("the lab page shows an estimate's truth")
+	}
+	if code, _, _ := e.post(path+"/stop", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d", code)
+	}
+	_, other, _ := e.do(e.c, "GET", e.startLab("ch13-alpha-beta-fit", nil), nil)
+	if strings.Contains(other, `name="estimate.`) {
+		t.Error("a lab without estimates shows estimate fields")
 	}
 }

@@ -114,11 +114,12 @@ func delayInjector(t *testing.T) *injector.Injector {
 // all_reduce call of 2 ranks (within 10 %, medians of every call's own time), on
 // top of what the delay's mechanism costs at any d (measured with 10us beside
 // it: on the userspace wire, a relay through a helper thread and the wake-ups it
-// implies, 0.2-0.25 ms at load 10-13 on 2 vCPUs). Why one d per call: a call is,
+// implies, 0.2-0.3 ms at load 10-15 on 2 vCPUs). Why one d per call: a call is,
 // per channel, a ring reduce-scatter step and an all-gather step (chain in
 // coll.go); a rank sends its all-gather chunk once it holds its peer's
-// reduce-scatter chunk, and sends do not wait for ACKs (the window is open), so
-// each call's critical path crosses each direction once: n1 to n2 (d) and back.
+// reduce-scatter chunk, and a send returns once its bytes are in the queue pair's
+// ring (transport/ib.go), without waiting for the ACK, so each call's critical
+// path crosses each direction once: n1 to n2 (d) and back.
 // The timed calls follow each other without a barrier, so the delays add up.
 func TestNetnsDelayCallTime(t *testing.T) {
 	l := newTestLab(t)

@@ -22,6 +22,9 @@ type Diagnosis struct {
 	Class    string            `json:"class"`
 	Location map[string]string `json:"location"`
 	Evidence []EvidenceRef     `json:"evidence"`
+	// Estimates are the figures the lab asks for (scenarios.Estimate), by id, in the
+	// estimate's unit.
+	Estimates map[string]float64 `json:"estimates,omitempty"`
 }
 
 // EvidenceRef points at a command in one of the learner's terminals: the terminal (node)
@@ -96,8 +99,9 @@ type Result struct {
 }
 
 // PassMark is the score needed to pass a lab. Passing also needs the right class and
-// the full location: a fault found on the wrong node is not found; and, where the lab
-// makes its fix required, the fix measured again.
+// the full location: a fault found on the wrong node is not found; where the lab
+// makes its fix required, the fix measured again; and where it asks for figures, every
+// figure within its tolerance.
 const PassMark = 0.7
 
 // Weights of the criteria; without a remediation check its weight goes to the others.
@@ -120,6 +124,9 @@ func Grade(in Input) (Result, error) {
 		weights = weightsRules
 	case s.Remediation != nil:
 		weights = weightsWithFix
+	}
+	if len(s.Estimates) > 0 {
+		weights = withEstimates(weights)
 	}
 	var res Result
 	add := func(name string, fraction float64, key string, args ...any) {
@@ -173,6 +180,14 @@ func Grade(in Input) (Result, error) {
 	}
 	frac, key, args := evidence(patterns, in.Diagnosis.Evidence, in.Transcripts)
 	add("evidence", frac, key, args...)
+
+	if len(s.Estimates) > 0 {
+		frac, key, args, err := estimates(v, in.Diagnosis.Estimates)
+		if err != nil {
+			return Result{}, err
+		}
+		add("estimates", frac, key, args...)
+	}
 
 	// Remediation: measured again by the lab, never taken from the learner.
 	if r := s.Remediation; rules {
@@ -243,8 +258,53 @@ func Grade(in Input) (Result, error) {
 	}
 	res.Score = math.Max(0, math.Round(res.Score*1000)/1000)
 	res.Passed = res.Score >= PassMark && full(res, "class") && full(res, "location") &&
-		(s.Remediation == nil || !(s.Remediation.Required || rules) || full(res, "remediation"))
+		(s.Remediation == nil || !(s.Remediation.Required || rules) || full(res, "remediation")) &&
+		(len(s.Estimates) == 0 || full(res, "estimates"))
 	return res, nil
+}
+
+// EstimatesWeight is the share of the score a lab's estimates earn; the other criteria
+// share the rest in their usual proportions.
+const EstimatesWeight = 0.35
+
+func withEstimates(w map[string]float64) map[string]float64 {
+	out := map[string]float64{"estimates": EstimatesWeight}
+	for k, x := range w {
+		out[k] = x * (1 - EstimatesWeight)
+	}
+	return out
+}
+
+// estimates scores the reported figures: each right one (within its tolerance of the
+// truth) earns an equal share. The detail names the wrong ones, never the truth: an
+// answer check shows it before the debrief.
+func estimates(v *scenarios.Variant, got map[string]float64) (float64, string, []any, error) {
+	var wrong, missing []string
+	all := v.Scenario.Estimates
+	for _, e := range all {
+		lo, hi, err := v.EstimateRange(e)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		x, ok := got[e.ID]
+		switch {
+		case !ok:
+			missing = append(missing, e.ID)
+		case x < lo || x > hi || math.IsNaN(x):
+			wrong = append(wrong, fmt.Sprintf("%s = %g %s", e.ID, x, e.Unit))
+		}
+	}
+	right := len(all) - len(wrong) - len(missing)
+	frac := float64(right) / float64(len(all))
+	switch {
+	case right == len(all):
+		return 1, "grade.estimates.right", []any{len(all)}, nil
+	case len(missing) == len(all):
+		return 0, "grade.estimates.none", nil, nil
+	case len(wrong) == 0:
+		return frac, "grade.estimates.missing", []any{right, len(all), strings.Join(missing, ", ")}, nil
+	}
+	return frac, "grade.estimates.wrong", []any{right, len(all), strings.Join(wrong, "; ")}, nil
 }
 
 func full(r Result, name string) bool {
@@ -354,6 +414,10 @@ var details = map[string]string{
 	"grade.rules.problem":      "the alerting rules could not be tested: %s",
 	"grade.rules.pass":         "the alerting rules pass all %d recorded cases",
 	"grade.rules.fail":         "the alerting rules fail %d of %d recorded cases: %s",
+	"grade.estimates.right":    "all %d figures within their tolerance",
+	"grade.estimates.none":     "no figures reported",
+	"grade.estimates.missing":  "%d of %d figures within their tolerance; not reported: %s",
+	"grade.estimates.wrong":    "%d of %d figures within their tolerance; outside it: %s",
 	"grade.hints":              "%d hint(s) used",
 	"grade.checks":             "%d answer check(s) used",
 }

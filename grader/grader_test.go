@@ -69,20 +69,20 @@ func TestGrade(t *testing.T) {
 		wantScore  float64
 		wantDetail string
 	}{
-		{"right with real evidence and a fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, fixed, true, 1, "shows the fault"},
-		{"grep filter still counts", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 4}}}, nil, fixed, true, 1, "shows the fault"},
-		{"evidence printed by echo", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 3}}}, nil, fixed, true, 0.8, "does not show"},
-		{"evidence rewritten by sed", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 6}}}, nil, fixed, true, 0.8, "does not show"},
-		{"forged markers", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 5}}}, nil, fixed, true, 0.8, "forged"},
-		{"evidence never run", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 99}}}, nil, fixed, true, 0.8, "was not run"},
-		{"evidence from the healthy node", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node1", 1}}}, nil, fixed, true, 0.8, "does not show"},
-		{"wrong location", Diagnosis{"nic-rate-limited", map[string]string{"node": "node1", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}, nil, fixed, false, 0.85, "wrong node"},
-		{"wrong node and nic", Diagnosis{"nic-rate-limited", map[string]string{"node": "node1", "nic": "eth0"}, []EvidenceRef{{"node2", 2}}}, nil, fixed, false, 0.7 - 0.0, "wrong location"},
-		{"fix that does not fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.09}, true, 0.9, "only 45%"},
-		{"no re-measure", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, nil, nil, true, 0.9, "no re-measurement"},
-		{"hint cost", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}}, []int{0}, fixed, true, 0.9, "1 hint"},
-		{"same category, wrong class", Diagnosis{"mtu-mismatch", right, []EvidenceRef{{"node2", 2}}}, nil, fixed, false, 0.7, "right category"},
-		{"other category", Diagnosis{"cpu-starvation", right, nil}, nil, nil, false, 0.3, "wrong fault class"},
+		{"right with real evidence and a fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}, nil}, nil, fixed, true, 1, "shows the fault"},
+		{"grep filter still counts", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 4}}, nil}, nil, fixed, true, 1, "shows the fault"},
+		{"evidence printed by echo", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 3}}, nil}, nil, fixed, true, 0.8, "does not show"},
+		{"evidence rewritten by sed", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 6}}, nil}, nil, fixed, true, 0.8, "does not show"},
+		{"forged markers", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 5}}, nil}, nil, fixed, true, 0.8, "forged"},
+		{"evidence never run", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 99}}, nil}, nil, fixed, true, 0.8, "was not run"},
+		{"evidence from the healthy node", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node1", 1}}, nil}, nil, fixed, true, 0.8, "does not show"},
+		{"wrong location", Diagnosis{"nic-rate-limited", map[string]string{"node": "node1", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}, nil}, nil, fixed, false, 0.85, "wrong node"},
+		{"wrong node and nic", Diagnosis{"nic-rate-limited", map[string]string{"node": "node1", "nic": "eth0"}, []EvidenceRef{{"node2", 2}}, nil}, nil, fixed, false, 0.7 - 0.0, "wrong location"},
+		{"fix that does not fix", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}, nil}, nil, &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.09}, true, 0.9, "only 45%"},
+		{"no re-measure", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}, nil}, nil, nil, true, 0.9, "no re-measurement"},
+		{"hint cost", Diagnosis{"nic-rate-limited", right, []EvidenceRef{{"node2", 2}}, nil}, []int{0}, fixed, true, 0.9, "1 hint"},
+		{"same category, wrong class", Diagnosis{"mtu-mismatch", right, []EvidenceRef{{"node2", 2}}, nil}, nil, fixed, false, 0.7, "right category"},
+		{"other category", Diagnosis{"cpu-starvation", right, nil, nil}, nil, nil, false, 0.3, "wrong fault class"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestGrade(t *testing.T) {
 
 // A tuning lab's bar is relative to its starting (untuned) figure, not the baseline.
 func TestGradeBeat(t *testing.T) {
-	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}, nil}
 	for _, tt := range []struct {
 		name       string
 		fix        Measurement
@@ -138,7 +138,7 @@ func TestGradeBeat(t *testing.T) {
 // workload is back and every flow of the neighbour still gets through: blocking it
 // brings the workload back too.
 func TestGradeKeepNeighbour(t *testing.T) {
-	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}, nil}
 	for _, tt := range []struct {
 		name       string
 		fix        Measurement
@@ -174,7 +174,7 @@ func TestGradeKeepNeighbour(t *testing.T) {
 // A required fix is a condition of passing: the right answer without it fails, however
 // high its score.
 func TestGradeRequiredFix(t *testing.T) {
-	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}, nil}
 	for _, tt := range []struct {
 		name      string
 		required  bool
@@ -209,11 +209,11 @@ func abs(x float64) float64 {
 }
 
 func TestParseDiagnosis(t *testing.T) {
-	d, err := ParseDiagnosis("class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#3,node1#1")
+	d, err := ParseDiagnosis("class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#3,node1#1 estimate.alpha=2350.5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Class != "nic-rate-limited" || d.Location["node"] != "node2" || d.Location["nic"] != "rdma0" || len(d.Evidence) != 2 || d.Evidence[1] != (EvidenceRef{"node1", 1}) {
+	if d.Class != "nic-rate-limited" || d.Location["node"] != "node2" || d.Location["nic"] != "rdma0" || len(d.Evidence) != 2 || d.Evidence[1] != (EvidenceRef{"node1", 1}) || d.Estimates["alpha"] != 2350.5 {
 		t.Errorf("parsed %+v", d)
 	}
 	for _, tt := range []struct{ in, want string }{
@@ -225,6 +225,7 @@ func TestParseDiagnosis(t *testing.T) {
 		{"class=nic-down node=a node=b", "node given twice"},
 		{"class=nic-down evidence=node1", "want TERMINAL#N"},
 		{"class=nic-down evidence=node1#0", "want TERMINAL#N"},
+		{"class=nic-down estimate.alpha=2ms", "want a number"},
 	} {
 		if _, err := ParseDiagnosis(tt.in); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseDiagnosis(%q) = %v, want error with %q", tt.in, err, tt.want)
@@ -282,7 +283,7 @@ func TestSimpleCommand(t *testing.T) {
 
 // Each answer checked before the final one costs CheckCost, and says so.
 func TestCheckCost(t *testing.T) {
-	d := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	d := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}, nil}
 	fixed := &Measurement{Baseline: 0.2, Faulted: 0.08, After: 0.19}
 	for _, checks := range []int{0, 1, 3} {
 		res, err := Grade(Input{Variant: variant(t), Diagnosis: d, Transcripts: transcripts(), Remediation: fixed, Checks: checks})
@@ -309,7 +310,7 @@ func TestGradeAlertRules(t *testing.T) {
 		t.Fatal(probs)
 	}
 	v := s.Draw(1)
-	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}}
+	right := Diagnosis{"nic-rate-limited", map[string]string{"node": "node2", "nic": "rdma0"}, []EvidenceRef{{"node2", 2}}, nil}
 	cases := []string{"a", "b", "c", "d"}
 	for _, tc := range []struct {
 		name       string
@@ -390,7 +391,7 @@ func TestGradeHealthy(t *testing.T) {
 		{"an item without a healthy half", []EvidenceRef{{"node2", 3}}, 1, "shows the fault"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Grade(Input{Variant: s.Draw(1), Diagnosis: Diagnosis{"mtu-mismatch", map[string]string{"node": "node2", "nic": "rdma0"}, tt.cite}, Transcripts: ts})
+			res, err := Grade(Input{Variant: s.Draw(1), Diagnosis: Diagnosis{"mtu-mismatch", map[string]string{"node": "node2", "nic": "rdma0"}, tt.cite, nil}, Transcripts: ts})
 			if err != nil {
 				t.Fatal(err)
 			}

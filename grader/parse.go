@@ -10,9 +10,10 @@ import (
 
 // ParseDiagnosis reads the terminal form of a diagnosis, used by `commlab lab run`:
 //
-//	class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#3,node2#5
+//	class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#3,node2#5 estimate.alpha=2350
 //
-// Location keys are those of the taxonomy (node, nic, gpu, port). Errors say which word
+// Location keys are those of the taxonomy (node, nic, gpu, port); estimate.ID gives a
+// figure the lab asks for (scenarios.Estimate), in its unit. Errors say which word
 // is wrong and what would be right.
 func ParseDiagnosis(text string) (Diagnosis, error) {
 	d := Diagnosis{Location: map[string]string{}}
@@ -46,7 +47,18 @@ func ParseDiagnosis(text string) (Diagnosis, error) {
 				d.Evidence = append(d.Evidence, EvidenceRef{Terminal: term, Seq: n})
 			}
 		default:
-			return d, fmt.Errorf("word %d: unknown key %q (want class, node, nic, gpu, port or evidence)", i+1, key)
+			id, ok := strings.CutPrefix(key, "estimate.")
+			x, err := strconv.ParseFloat(val, 64)
+			switch {
+			case !ok:
+				return d, fmt.Errorf("word %d: unknown key %q (want class, node, nic, gpu, port, evidence or estimate.ID)", i+1, key)
+			case err != nil:
+				return d, fmt.Errorf("word %d: %s=%q: want a number, e.g. %s=2350", i+1, key, val, key)
+			}
+			if d.Estimates == nil {
+				d.Estimates = map[string]float64{}
+			}
+			d.Estimates[id] = x
 		}
 	}
 	if d.Class == "" {

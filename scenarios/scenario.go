@@ -34,6 +34,7 @@ type Scenario struct {
 	Task        string               `yaml:"task"`
 	Diagnosis   Expected             `yaml:"diagnosis"`
 	Evidence    []EvidenceSpec       `yaml:"evidence"`
+	Estimates   []Estimate           `yaml:"estimates"`
 	Remediation *Remediation         `yaml:"remediation"`
 	Hints       []Hint               `yaml:"hints"`
 	Debrief     string               `yaml:"debrief"`
@@ -372,9 +373,11 @@ func (v *validator) validate() {
 	for i, f := range s.Faults {
 		v.checkRefs(fmt.Sprintf("$.faults[%d]", i), append(mapValues(f.Params), f.Node)...)
 	}
-	for _, val := range v.allVariants() {
+	variants := v.allVariants()
+	for _, val := range variants {
 		v.checkVariant(val, nodes, nics)
 	}
+	v.checkEstimates(variants)
 	if _, ok := ClassByID(s.Diagnosis.Class); !ok {
 		v.at("$.diagnosis.class", "unknown fault class %q (see the taxonomy)", s.Diagnosis.Class)
 	} else {

@@ -233,6 +233,7 @@ type labPageData struct {
 	Task      template.HTML
 	Taxonomy  []scenarios.Class
 	Where     []string
+	Estimates []scenarios.Estimate
 	Hints     []hintView
 	Check     *resultView
 	Result    *resultView
@@ -308,7 +309,8 @@ func (s *Server) labPage(c *gin.Context) {
 	sc := l.Variant.Scenario
 	lang := langOf(c)
 	d := labPageData{Lab: l, Status: st, StepText: web.T(lang, st.Step), Running: l.Running(), Scenario: sc,
-		Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil, Rules: alertRules(sc), Where: whereFields(sc)}
+		Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil, Rules: alertRules(sc), Where: whereFields(sc),
+		Estimates: sc.Estimates}
 	if st.State != session.Failed {
 		d.Task, _ = course.Markdown(l.Variant.Task())
 	}
@@ -444,6 +446,20 @@ func diagnosis(c *gin.Context) (grader.Diagnosis, error) {
 		if v := strings.TrimSpace(c.PostForm(k)); v != "" {
 			d.Location[k] = v
 		}
+	}
+	for k, vals := range c.Request.PostForm {
+		id, ok := strings.CutPrefix(k, "estimate.")
+		if !ok || len(vals) == 0 || strings.TrimSpace(vals[0]) == "" {
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(vals[0]), 64)
+		if err != nil {
+			return d, httpError{http.StatusBadRequest, "err.badform", k + " " + vals[0]}
+		}
+		if d.Estimates == nil {
+			d.Estimates = map[string]float64{}
+		}
+		d.Estimates[id] = x
 	}
 	for _, ref := range c.PostFormArray("evidence") {
 		term, seq, ok := strings.Cut(ref, "#")

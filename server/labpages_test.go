@@ -357,7 +357,7 @@ func TestLabPayloadsNameNoFault(t *testing.T) {
 func TestLabKeysTranslated(t *testing.T) {
 	keys := append(grader.DetailKeys(), session.StepUp, session.StepShells, session.StepBaseline, session.StepInject,
 		session.StepSelfTest, session.StepUntuned, session.StepReady, "crit.class", "crit.location", "crit.evidence", "crit.remediation",
-		"crit.hints", "crit.checks", "lab.fault.event", "err.nochecks", "err.grade",
+		"crit.hints", "crit.checks", "crit.estimates", "lab.estimates", "lab.fault.event", "err.nochecks", "err.grade",
 		"lab.rulesfirst", "lab.intro.rules")
 	for _, k := range keys {
 		zh, en := web.T("zh", k), web.T("en", k)

@@ -128,6 +128,7 @@ var messages = map[string]pair{
 
 	// Lab pages
 	"crit.class":         {"故障类型", "Fault class"},
+	"crit.estimates":     {"估计值", "Estimates"},
 	"crit.evidence":      {"证据", "Evidence"},
 	"crit.hints":         {"提示扣分", "Hints used"},
 	"crit.location":      {"位置", "Location"},
@@ -170,6 +171,7 @@ var messages = map[string]pair{
 	"lab.task":           {"任务", "Task"},
 	"lab.terminals":      {"终端", "Terminals"},
 	"lab.where":          {"位置", "Location"},
+	"lab.estimates":      {"数值：按题目要求填写你算出的值", "Figures: the values you worked out, as the task asks"},
 	"where.gpu":          {"GPU", "GPU"},
 	"where.gpu.eg":       {"如 GPU1（GPU 实验）", "e.g. GPU1 (GPU labs)"},
 	"where.nic":          {"网卡", "NIC"},
@@ -285,6 +287,10 @@ var messages = map[string]pair{
 	"grade.fix.short":          {"busbw 只有基线的 %.0f%%（%.3f / %.3f GB/s），需要 %.0f%%", "busbw only %.0f%% of baseline (%.3f of %.3f GB/s), needs %.0f%%"},
 	"grade.fix.isolated":       {"busbw 回到基线的 %.0f%%（%.3f / %.3f GB/s），邻居的每条流仍能送达 %.1f Mbit/s 以上", "busbw back to %.0f%% of baseline (%.3f of %.3f GB/s), and every flow of the neighbour still delivers %.1f Mbit/s or more"},
 	"grade.fix.blocked":        {"busbw 回到基线的 %.0f%%，但邻居有一条流只送达 %.1f Mbit/s：隔离要给每条流留至少 %.0f Mbit/s，把它封掉不算修复", "busbw back to %.0f%% of baseline, but a flow of the neighbour delivers only %.1f Mbit/s: isolating it keeps at least %.0f Mbit/s each, blocking it is not a fix"},
+	"grade.estimates.right":    {"%d 个数值都在容差之内", "all %d figures within their tolerance"},
+	"grade.estimates.none":     {"没有填写数值", "no figures reported"},
+	"grade.estimates.missing":  {"%d/%d 个数值在容差之内；没有填写：%s", "%d of %d figures within their tolerance; not reported: %s"},
+	"grade.estimates.wrong":    {"%d/%d 个数值在容差之内；超出容差：%s", "%d of %d figures within their tolerance; outside it: %s"},
 	"grade.hints":              {"用了 %d 个提示", "%d hint(s) used"},
 	"grade.checks":             {"检查了 %d 次答案", "%d answer check(s) used"},
 	// certificates (server/certpages.go, cmd/commlab/cert.go)

@@ -41,6 +41,7 @@ takes commands:
   hint N           open hint N (its cost is taken off the score)
   answer ...       submit a diagnosis and grade it, e.g.
                    answer class=nic-rate-limited node=node2 nic=rdma0 evidence=node2#1
+                   (a lab that asks for figures lists them: add estimate.ID=N)
   classes          list the fault classes
   quit             stop the lab
 
@@ -123,6 +124,9 @@ func runLab(ctx context.Context, g *globals, sc *scenarios.Scenario, seed uint64
 	}
 	fmt.Fprintf(out, "\n== 任务 / task (lab ends at %s)\n%s\n\nnodes: %s — type 'shell %s' to start.\n",
 		l.Status().Expires.Format("15:04"), l.Variant.Task(), strings.Join(l.Status().Nodes, ", "), l.Status().Nodes[0])
+	for _, e := range l.Variant.Scenario.Estimates {
+		fmt.Fprintf(out, "figure to report: answer ... estimate.%s=N  (%s, in %s)\n", e.ID, e.Describe, e.Unit)
+	}
 
 	br := bufio.NewReader(in)
 	for {

@@ -166,6 +166,8 @@ type Learner struct {
 	Lab *session.Lab
 	// right is the diagnosis that must pass; the dry runs give it with other evidence.
 	right Answer
+	// estimates are the figures every answer reports (Verdicts.Estimates).
+	estimates map[string]float64
 }
 
 // Answer is a diagnosis without its evidence: a fault class and where the fault is.
@@ -316,7 +318,7 @@ func (lr *Learner) dry(a Answer, evidence []Ref, m *grader.Measurement) grader.R
 	if err != nil {
 		lr.T.Fatal(err)
 	}
-	d := grader.Diagnosis{Class: a.Class, Location: a.Loc, Evidence: evidence}
+	d := grader.Diagnosis{Class: a.Class, Location: a.Loc, Evidence: evidence, Estimates: lr.estimates}
 	r, err := grader.Grade(grader.Input{Variant: lr.Lab.Variant, Diagnosis: d, Transcripts: ts, Remediation: m})
 	if err != nil {
 		lr.T.Fatal(err)
@@ -355,13 +357,26 @@ func (lr *Learner) assertWrongFails(evidence Ref, wrong ...Answer) {
 	}
 }
 
+// assertWrongEstimatesFail (c): the right answer with wrong figures fails.
+func (lr *Learner) assertWrongEstimatesFail(evidence Ref, wrong []map[string]float64) {
+	lr.T.Helper()
+	right := lr.estimates
+	defer func() { lr.estimates = right }()
+	for _, est := range wrong {
+		lr.estimates = est
+		if r := lr.Dry(lr.right, evidence, nil); r.Passed {
+			lr.T.Errorf("(c) the figures %v passed: %+v", est, r)
+		}
+	}
+}
+
 // assertFixDoesNotFix (d): with a fix in place that does not fix, the lab's own answer
 // check, which measures the workload again as grading does (the chart's run in flight
 // gives way, a run too slow to reach the bar is cut), earns no remediation credit.
 // The check costs grader.CheckCost at the real grading, which must still pass.
 func (lr *Learner) assertFixDoesNotFix(evidence Ref) {
 	lr.T.Helper()
-	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}}
+	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}, Estimates: lr.estimates}
 	r, err := lr.Lab.Check(context.Background(), d)
 	if err != nil {
 		lr.T.Fatalf("(d) check after a fix that does not fix: %v", err)
@@ -393,13 +408,16 @@ func (lr *Learner) fixFails(what string, evidence Ref) {
 // remediation credit where the lab measures the fix. Grading ends the lab.
 func (lr *Learner) gradeForReal(evidence ...Ref) grader.Result {
 	lr.T.Helper()
-	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: evidence}
+	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: evidence, Estimates: lr.estimates}
 	res, err := lr.Lab.Grade(context.Background(), d)
 	if err != nil {
 		lr.T.Fatal(err)
 	}
 	lr.T.Logf("(a) %+v", res)
 	fixed := lr.Lab.Variant.Scenario.Remediation == nil || Criterion(res, "remediation") > 0
+	if len(lr.Lab.Variant.Scenario.Estimates) > 0 && !full(res, "estimates") {
+		lr.T.Errorf("(a) the learner's figures %v are not all within their tolerance: %+v", lr.estimates, res)
+	}
 	shown := Criterion(res, "evidence") > 0 && (len(evidence) == 1 || full(res, "evidence"))
 	if !res.Passed || !shown || !fixed {
 		lr.T.Errorf("(a) the right diagnosis with real evidence did not pass fully: %+v", res)
@@ -425,6 +443,12 @@ type Verdicts struct {
 	// BadFix types a fix that does not fix, Fix the real one: both exactly where the lab
 	// measures the remediation.
 	BadFix, Fix func()
+	// Estimates are the figures the learner worked out, reported with every answer, for a
+	// lab that asks for them (scenarios.Estimate); the real grading needs them all right.
+	// WrongEstimates are sets of figures with at least one wrong: each, with the right
+	// answer and evidence, must fail.
+	Estimates      map[string]float64
+	WrongEstimates []map[string]float64
 }
 
 // Judge checks the verdicts in the order a learner meets them: dry runs first (evidence
@@ -439,7 +463,10 @@ func (lr *Learner) Judge(v Verdicts) grader.Result {
 	if measured := lr.Lab.Variant.Scenario.Remediation != nil; measured != (v.BadFix != nil) || measured != (v.Fix != nil) {
 		lr.T.Fatalf("a lab that measures the fix needs a fix and a fix that does not fix, and only such a lab (measured: %v)", measured)
 	}
-	lr.right = v.Right
+	if asked := len(lr.Lab.Variant.Scenario.Estimates) > 0; asked != (v.Estimates != nil) || asked != (len(v.WrongEstimates) > 0) {
+		lr.T.Fatalf("a lab that asks for figures needs the learner's figures and wrong ones, and only such a lab (asks: %v)", asked)
+	}
+	lr.right, lr.estimates = v.Right, v.Estimates
 	real := v.Counts[0]
 	lr.assertEvidence(v.Counts...)
 	lr.assertNoEvidence(v.CountsNot...)
@@ -454,6 +481,7 @@ func (lr *Learner) Judge(v Verdicts) grader.Result {
 		wrong = append(wrong, a)
 	}
 	lr.assertWrongFails(real, wrong...)
+	lr.assertWrongEstimatesFail(real, v.WrongEstimates)
 	if v.BadFix != nil {
 		v.BadFix()
 		lr.assertFixDoesNotFix(real)

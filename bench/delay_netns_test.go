@@ -20,7 +20,7 @@ import (
 // out of place and in place) between n1 and n2, one rank each, and returns the
 // duration of every timed call on every rank, in µs, from the run's trace (each
 // call's own time: a host stall then spoils one call, not a row's mean).
-func (l *testLab) callTimes(t *testing.T) []float64 {
+func (l testLab) callTimes(t *testing.T) []float64 {
 	t.Helper()
 	o := netnsOpts(8, 40, "n1:1,n2:1")
 	o.MaxBytes, o.StepFactor, o.Warmup = 4<<10, 8, 5
@@ -62,7 +62,7 @@ func median(v []float64) float64 {
 // callTimesWith measures callTimes without a fault and with each delay on n1's
 // rdma0 (e.g. "10us", "2ms"), in alternating rounds so all see the same load,
 // and returns the median call time (µs) of each: none first, then delays' order.
-func callTimesWith(t *testing.T, l *testLab, in *injector.Injector, rounds int, delays ...string) []float64 {
+func callTimesWith(t *testing.T, l testLab, in *injector.Injector, rounds int, delays ...string) []float64 {
 	t.Helper()
 	times := make([][]float64, 1+len(delays))
 	for range rounds {
@@ -73,7 +73,7 @@ func callTimesWith(t *testing.T, l *testLab, in *injector.Injector, rounds int, 
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			e, err := in.Apply(ctx, injector.Target{Sandbox: l.sandbox, Node: "n1"}, f, 5*time.Minute)
+			e, err := in.Apply(ctx, injector.Target{Sandbox: l.ID, Node: "n1"}, f, 5*time.Minute)
 			if err != nil {
 				cancel()
 				t.Fatalf("apply delay %s: %v", d, err)

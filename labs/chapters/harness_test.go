@@ -22,18 +22,22 @@ func TestAllSeeds(t *testing.T) {
 	}
 }
 
-// TestParallel: every lab shares the host with others except one played Alone.
+// TestParallel: only labs that measure nothing share the host; a lab that measures
+// the learner's fix, or one played Alone, runs by itself.
 func TestParallel(t *testing.T) {
 	tests := []struct {
+		id   string
 		opts []Option
 		want bool
 	}{
-		{nil, true},
-		{[]Option{Alone}, false},
+		{"ch02-byte-budget", nil, true},
+		{"ch02-byte-budget", []Option{Alone}, false},
+		{"ch08-rail-throttled", nil, false}, // measures the fix
+		{"ch12-nic-flap-timeout", nil, true},
 	}
 	for _, tt := range tests {
-		if got := parallel(tt.opts); got != tt.want {
-			t.Errorf("parallel(%v) = %v, want %v", tt.opts, got, tt.want)
+		if got := parallel(t, tt.id, tt.opts); got != tt.want {
+			t.Errorf("parallel(%s, %v) = %v, want %v", tt.id, tt.opts, got, tt.want)
 		}
 	}
 }

@@ -70,8 +70,8 @@ func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
 	}
 }
 
-// turns is shared by the labs a test process plays: their graded runs take turns
-// on the host, as a server's labs do.
+// turns is shared by the labs a test process plays: their graded runs (each lab's
+// baseline) take turns on the host, as a server's labs do.
 var turns session.Turns
 
 // The shipped scenario catalog, loaded once. Its cross-checks against the course and
@@ -113,11 +113,10 @@ func Binary(t *testing.T) string {
 	return testenv.Commlab(t)
 }
 
-// SideBySide is how many labs play at once unless go test's -parallel says
-// otherwise. Their time goes mostly to waiting: for sandboxes, for the learner's
-// commands, for the workload's next run (about one core while it runs, idle at least
-// as long between runs); the runs the grader compares take turns on the host (the
-// shared session.Turns), so three fit on two cores (go test's default is GOMAXPROCS).
+// SideBySide is how many labs that measure nothing play at once unless go test's
+// -parallel says otherwise. Their time goes to waiting for the workload's next run
+// (about one core while it runs, idle at least as long between runs) and for the
+// learner's commands, so three fit on two cores (go test's default is GOMAXPROCS).
 const SideBySide = 3
 
 // Main runs a package's tests, with SideBySide as the default -parallel, then removes
@@ -497,25 +496,32 @@ func (lr *Learner) Judge(v Verdicts) grader.Result {
 type Option int
 
 // Alone runs a lab with no other lab beside it, for a story that compares speeds
-// itself (bench runs typed in the shell, a trace's timings): only the workload runs
-// the grader compares take turns with other labs'.
+// itself (bench runs typed in the shell). A lab that measures the learner's fix
+// always runs alone.
 const Alone Option = 1
 
 // Play starts a lab, lets story drive the learner and judges what it returns. Labs
-// run in parallel with each other (at most go test -parallel at once), their graded
-// runs taking turns; those played Alone run one at a time, before the parallel ones
-// start (go test runs a package's sequential tests first).
+// that measure nothing run in parallel with each other (at most go test -parallel at
+// once); those that measure the fix, and those played Alone, run one at a time,
+// before the parallel ones start (go test runs a package's sequential tests first).
 func Play(t *testing.T, scenario string, seed uint64, story func(*Learner) Verdicts, opts ...Option) {
 	t.Helper()
-	if parallel(opts) {
+	if parallel(t, scenario, opts) {
 		t.Parallel()
 	}
 	lr := newLearner(t, scenario, seed)
 	lr.Judge(story(lr))
 }
 
-// parallel says whether a lab may share the host with other labs.
-func parallel(opts []Option) bool { return !slices.Contains(opts, Alone) }
+// parallel says whether a lab may share the host with other labs: it measures
+// nothing whose ratio another lab's load could spoil (alerting rules are tested on
+// recorded series, not timed). Beside labs that measure, the graded runs of the
+// session.Turns the labs share would hold the others' workload runs back too often:
+// a lab's evidence comes from them.
+func parallel(t *testing.T, id string, opts []Option) bool {
+	r := scenario(t, id).Remediation
+	return (r == nil || r.Measure == scenarios.MeasureAlertRules) && !slices.Contains(opts, Alone)
+}
 
 // SeedsEnv chooses which of a lab's seeds PlaySeeds plays: the first by default
 // (`make test`), every one when set to "all" (`make test-full`).
@@ -529,7 +535,7 @@ func PlaySeeds(t *testing.T, scenario string, seeds []uint64, story func(*Learne
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parallel(opts) {
+	if parallel(t, scenario, opts) {
 		t.Parallel()
 	}
 	for i, seed := range seeds {

@@ -10,15 +10,20 @@ import (
 // compares. The labs share the host's CPUs, so a graded figure (a baseline, a
 // self-test, a re-measure after a fix) is taken with no other lab's workload
 // running: a graded run waits for the graded run before it and for the live chart's
-// runs in flight, and no chart run starts while one holds or waits for the host.
+// runs in flight, and no chart run starts while one holds or waits for the host
+// (unless it has waited Patience).
 // Chart runs share the host with each other and are never cut by another lab (a lab's
 // evidence may come at the end of a long run: a timeout's log lines); a graded run
 // waits for them at most Grace, since a run that long is waiting on its fault (a hung
 // bootstrap, retries), not using the CPU. The zero value is ready to use; a nil *Turns
 // coordinates nothing (labs whose workloads run elsewhere, a Slurm job's nodes).
 type Turns struct {
-	// Grace is how long a graded run waits for chart runs in flight; 0 means 30 s.
+	// Grace is how long a graded run waits for chart runs in flight; 0 means 5 s.
 	Grace time.Duration
+	// Patience is how long a chart run waits for graded runs before it starts beside
+	// them; 0 means 20 s. A lab's evidence comes from its chart runs, so a queue of
+	// other labs' gradings must not starve it.
+	Patience time.Duration
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever the host's state changes
@@ -38,7 +43,7 @@ func (t *Turns) Graded(ctx context.Context) (release func(), err error) {
 	t.waiting++
 	grace := t.Grace
 	if grace <= 0 {
-		grace = 30 * time.Second
+		grace = 5 * time.Second
 	}
 	graceCtx, cancel := context.WithTimeout(ctx, grace)
 	err = t.wait(graceCtx, func() bool { return !t.graded && t.charts == 0 })
@@ -60,15 +65,23 @@ func (t *Turns) Graded(ctx context.Context) (release func(), err error) {
 	}), nil
 }
 
-// Chart waits until no graded run holds or waits for the host and returns the
-// function to call when the chart's run is over. It fails only when ctx ends first.
+// Chart waits until no graded run holds or waits for the host, at most Patience, and
+// returns the function to call when the chart's run is over. It fails only when ctx
+// ends first.
 func (t *Turns) Chart(ctx context.Context) (release func(), err error) {
 	if t == nil {
 		return func() {}, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.wait(ctx, func() bool { return !t.graded && t.waiting == 0 }); err != nil {
+	patience := t.Patience
+	if patience <= 0 {
+		patience = 20 * time.Second
+	}
+	pctx, cancel := context.WithTimeout(ctx, patience)
+	err = t.wait(pctx, func() bool { return !t.graded && t.waiting == 0 })
+	cancel()
+	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
 	t.charts++

@@ -122,6 +122,20 @@ func TestTurnsGrace(t *testing.T) {
 	hung()
 }
 
+// TestTurnsPatience: a chart run that has waited Patience starts beside the graded
+// runs: other labs' gradings cannot starve a lab of its evidence.
+func TestTurnsPatience(t *testing.T) {
+	turns := Turns{Patience: 10 * time.Millisecond}
+	release, err := turns.Graded(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if !returns(func() { r, _ := turns.Chart(context.Background()); r() }) {
+		t.Error("a chart run still waits after its patience")
+	}
+}
+
 // TestTurnsCancelled: a wait ends with its context's cause, and a graded run that
 // gave up waiting lets the chart runs it held back go.
 func TestTurnsCancelled(t *testing.T) {

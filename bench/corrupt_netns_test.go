@@ -23,14 +23,7 @@ func TestNetnsCorruptWrong(t *testing.T) {
 	if err := injector.TCBPF(); err != nil {
 		t.Skipf("no tc BPF here: %v", err)
 	}
-	reg, err := injector.NewRegistry(injector.Builtin()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := injector.Open(injector.Options{DataDir: t.TempDir(), Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := testInjector(t, "corrupt")
 	o := netnsOpts(16<<20, 1, "n1:1,n2:1")
 	o.Check = 1
 	wrong := func(t *testing.T, env ...string) int {
@@ -79,7 +72,7 @@ func TestNetnsCorruptWrong(t *testing.T) {
 			if n := wrong(t, tc.env...); n != 0 {
 				t.Fatalf("clean run: #wrong %d, want 0", n)
 			}
-			f, err := reg.Parse("corrupt", tc.params)
+			f, err := in.Registry().Parse("corrupt", tc.params)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -93,7 +93,9 @@ func callTimesWith(t *testing.T, l testLab, in *injector.Injector, rounds int, d
 	return p50
 }
 
-func delayInjector(t *testing.T) *injector.Injector {
+// testInjector opens an injector with every built-in kind on a scratch journal,
+// swept when the test ends, or skips t where this host cannot apply kind.
+func testInjector(t *testing.T, kind string) *injector.Injector {
 	t.Helper()
 	reg, err := injector.NewRegistry(injector.Builtin()...)
 	if err != nil {
@@ -104,8 +106,8 @@ func delayInjector(t *testing.T) *injector.Injector {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Sweep(context.Background()) })
-	if err := in.Supports(context.Background(), "delay"); err != nil {
-		t.Skipf("delay: %v", err)
+	if err := in.Supports(context.Background(), kind); err != nil {
+		t.Skipf("%s: %v", kind, err)
 	}
 	return in
 }
@@ -123,7 +125,7 @@ func delayInjector(t *testing.T) *injector.Injector {
 // The timed calls follow each other without a barrier, so the delays add up.
 func TestNetnsDelayCallTime(t *testing.T) {
 	l := newTestLab(t)
-	in := delayInjector(t)
+	in := testInjector(t, "delay")
 	p50 := callTimesWith(t, l, in, 3, "10us", "2ms")
 	added := (p50[2] - p50[1]) / 1000
 	t.Logf("all_reduce 8 B-4 KiB, 2 ranks: median call %.0f µs without, %.0f µs with delay 10us, %.0f µs with 2ms: 2ms adds %.3f ms beside 10us, %.3f ms beside none",
@@ -140,7 +142,7 @@ func TestNetnsDelayBench(t *testing.T) {
 		t.Skip("set COMMLAB_INJECTOR_BENCH=1 (scripts/bench-injector.sh)")
 	}
 	l := newTestLab(t)
-	in := delayInjector(t)
+	in := testInjector(t, "delay")
 	fmt.Printf("\n### delay as commlab bench sees it (%s; all_reduce 8 B-4 KiB, ranks on n1 and n2, delay on n1's rdma0; medians of every timed call, 3 alternating rounds of 320)\n\n",
 		injector.Mechanism("delay", injector.Probe(context.Background())))
 	fmt.Println("| asked | call p50 without | with 10us | with asked | added (vs without) | added (vs 10us) | error (vs 10us) |")

@@ -140,3 +140,15 @@ func Delete(name string) error {
 	}
 	return nil
 }
+
+// SetUp brings the link name up through h (a namespace's netlink handle).
+func SetUp(h *netlink.Handle, name string) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", name, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set %s up: %w", name, err)
+	}
+	return nil
+}

@@ -151,7 +151,7 @@ func (l *Lab) build(spec Spec) error {
 			return err
 		}
 		defer nh.close()
-		if err := setUp(nh.h, "lo"); err != nil {
+		if err := hostns.SetUp(nh.h, "lo"); err != nil {
 			return err
 		}
 		nodes[i] = nh
@@ -235,17 +235,6 @@ func plug(h *netlink.Handle, port, br string) error {
 	}
 	if err := h.LinkSetMaster(p, b); err != nil {
 		return fmt.Errorf("plug %s into %s: %w", port, br, err)
-	}
-	return nil
-}
-
-func setUp(h *netlink.Handle, name string) error {
-	l, err := h.LinkByName(name)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", name, err)
-	}
-	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("set %s up: %w", name, err)
 	}
 	return nil
 }

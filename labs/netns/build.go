@@ -93,7 +93,7 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 	}
 	defer fab.Close()
 	defer fabNS.Close()
-	if err := setUp(fab, "lo"); err != nil {
+	if err := hostns.SetUp(fab, "lo"); err != nil {
 		return err
 	}
 	bridges := map[string]int{}
@@ -191,17 +191,6 @@ func buildNode(fab *netlink.Handle, fabNS vnetns.NsHandle, bridges map[string]in
 }
 
 func ns2fd(ns vnetns.NsHandle) int { return int(ns) }
-
-func setUp(h *netlink.Handle, name string) error {
-	l, err := h.LinkByName(name)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", name, err)
-	}
-	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("set %s up: %w", name, err)
-	}
-	return nil
-}
 
 // addTable creates the sandbox's nftables table in the fabric namespace: a
 // bridge-family table with an accepting forward chain, where switch-level

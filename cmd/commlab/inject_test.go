@@ -44,6 +44,7 @@ func TestInjectCLI(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = cli(t, data, "sweep")
 		_, _ = cli(t, data, "lab", "down", id)
+		assertGone(t, id)
 	})
 	if out, err := cli(t, data, "lab", "up", "2x1", "--detach", "--id", id, "--ttl", "5m"); err != nil {
 		t.Fatalf("lab up: %v\n%s", err, out)

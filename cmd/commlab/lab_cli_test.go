@@ -11,6 +11,7 @@ import (
 	"github.com/commlab/commlab/labs/netns"
 
 	"github.com/commlab/commlab/internal/testenv"
+	"github.com/commlab/commlab/internal/testlab"
 )
 
 // labCLI runs `commlab --data data lab args...` in process.
@@ -53,7 +54,10 @@ func TestLabUpListDown(t *testing.T) {
 	testenv.RequireRoot(t, "network namespaces")
 	data := t.TempDir()
 	id := "tc" + netns.NewID()[2:]
-	t.Cleanup(func() { _, _ = labCLI(t, data, "down", id) })
+	t.Cleanup(func() {
+		_, _ = labCLI(t, data, "down", id)
+		assertGone(t, id)
+	})
 	out, err := labCLI(t, data, "up", "2x1", "--detach", "--id", id, "--ttl", "5m", "--pids", "256", "--memory", "512MiB")
 	if err != nil {
 		t.Fatalf("lab up: %v\n%s", err, out)
@@ -92,5 +96,13 @@ func TestLabUpListDown(t *testing.T) {
 	}
 	if _, err := labCLI(t, data, "up", "2x1", "--memory", "lots"); err == nil || !strings.Contains(err.Error(), "--memory") {
 		t.Errorf("lab up --memory lots = %v", err)
+	}
+}
+
+// assertGone fails the test if anything of sandbox id is left on the host.
+func assertGone(t *testing.T, id string) {
+	t.Helper()
+	if left := testlab.Leftovers(id); len(left) > 0 {
+		t.Errorf("sandbox %s left:\n%s", id, strings.Join(left, "\n"))
 	}
 }

@@ -59,6 +59,10 @@ func TestLabRun(t *testing.T) {
 		}
 	}
 	waitFor("lab> ")
+	ids := sandboxes(t, g.dataDir)
+	if len(ids) != 1 {
+		t.Fatalf("lab list: %d sandboxes %v, want the lab's one", len(ids), ids)
+	}
 	send("shell " + node + "\n")
 	waitFor("learner@" + node)
 	send("tc -s qdisc show dev rdma0\n")
@@ -72,7 +76,26 @@ func TestLabRun(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatalf("lab run: %v\n%s", err, out.String())
 	}
+	// The lab is gone when runLab returns: its namespaces, cgroup, shells and ranks.
+	assertGone(t, ids[0])
+	if ids := sandboxes(t, g.dataDir); len(ids) > 0 {
+		t.Errorf("lab list after lab run: %v", ids)
+	}
 	if !strings.Contains(out.String(), "result: PASSED, score 100%") || !strings.Contains(out.String(), "tc qdisc replace dev rdma0") {
 		t.Errorf("output:\n%s", out.String())
 	}
+}
+
+// sandboxes lists the ids `lab list` shows for a data directory.
+func sandboxes(t *testing.T, data string) []string {
+	t.Helper()
+	out, err := cli(t, data, "lab", "list")
+	if err != nil {
+		t.Fatalf("lab list: %v\n%s", err, out)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		ids = append(ids, strings.Fields(line)[0])
+	}
+	return ids
 }

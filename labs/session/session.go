@@ -318,10 +318,15 @@ func (l *Lab) run() {
 	if tuning {
 		baselineStep, selfTestStep = StepUntuned, StepUntuned
 	}
+	// Only a figure the grader compares a fix with is taken with the host to itself.
+	run := l.sample
+	if s.Remediation != nil {
+		run = l.measure
+	}
 	if s.Workload != nil {
 		l.setStep(3, baselineStep)
 		t0 := time.Now()
-		bw, err := l.measure(ctx, 0)
+		bw, err := run(ctx, 0)
 		l.baselineTook = time.Since(t0)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -370,11 +375,15 @@ func (l *Lab) run() {
 		l.setStep(5, selfTestStep)
 		// A faulted run slower than a passing one could be has shown the fault: it is
 		// cut as a re-measure is, so a hanging fault does not hold the host for minutes.
+		// The self-test shows the fault bites (a slower run than a fix could give); only
+		// a tuning lab's is a figure to beat.
 		var limit time.Duration
+		run = l.measure
 		if s.Remediation.Beat == 0 {
 			limit = l.cutAfter(s.Remediation.MinRatio)
+			run = l.sample
 		}
-		bw, err := l.measure(ctx, limit)
+		bw, err := run(ctx, limit)
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.fail(fmt.Errorf("self-test: %w", err))
 			return

@@ -744,3 +744,55 @@ func (h *fakeHost) runCount() int {
 	defer h.mu.Unlock()
 	return h.runs
 }
+
+// TestWhichRunsTakeTheHost: only figures the grader compares a fix with are taken with
+// the host to itself (a graded turn, which waits for other labs' chart runs); a
+// baseline only the chart shows, and a fault's self-test, run beside them.
+func TestWhichRunsTakeTheHost(t *testing.T) {
+	tests := []struct {
+		name        string
+		remediation string // replaces the test scenario's
+		// baselineWaits: the healthy run waits for the chart run in flight.
+		baselineWaits bool
+	}{
+		{"nothing to measure", "", false},
+		{"a fix to measure", "remediation: {measure: workload, min_ratio: 0.8}\n", true},
+		{"a setting to tune", "remediation: {measure: workload, beat: 1.5}\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Replace(testScenario, "remediation: {measure: workload, min_ratio: 0.8}\n", tt.remediation, 1)
+			if strings.Contains(tt.remediation, "beat") { // a tuning lab injects nothing
+				text = strings.Replace(text, "faults:\n  - {kind: nic-rate, node: node2, params: {nic: rdma0, rate: \"${rate}mbit\"}}\n  - {kind: loss, node: node1, params: {nic: rdma0, percent: \"5%\"}}\n", "", 1)
+			}
+			sc, probs := scenarios.Parse("t.yaml", []byte(text), scenarios.Options{})
+			if len(probs) > 0 {
+				t.Fatal(probs)
+			}
+			turns := &Turns{Grace: time.Hour, Patience: time.Hour}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			chart, err := turns.Chart(ctx) // another lab's chart run, in flight throughout
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &fakeHost{workload: healthyThenFaulted}
+			l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: time.Hour, NoStream: true, Log: quiet, Turns: turns}, 1, sc.Draw(1))
+			t.Cleanup(func() { l.Stop(); l.Wait() })
+			waitFor(t, l, func(s Status) bool { return s.Step == StepBaseline || s.Step == StepUntuned || s.State == Ready })
+			if !tt.baselineWaits {
+				waitFor(t, l, func(s Status) bool { return s.Confirmed })
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			h.mu.Lock()
+			runs := h.runs
+			h.mu.Unlock()
+			if runs != 0 {
+				t.Fatalf("the baseline ran beside another lab's chart run (%d runs)", runs)
+			}
+			chart()
+			waitFor(t, l, func(s Status) bool { return s.Confirmed })
+		})
+	}
+}

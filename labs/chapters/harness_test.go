@@ -22,22 +22,23 @@ func TestAllSeeds(t *testing.T) {
 	}
 }
 
-// TestParallel: only labs that measure nothing share the host; a lab that measures
-// the learner's fix, or one played Alone, runs by itself.
-func TestParallel(t *testing.T) {
+// TestHostUse: labs that measure the learner's fix, and those played Alone, are
+// kept from each other; the others share the host.
+func TestHostUse(t *testing.T) {
 	tests := []struct {
 		id   string
 		opts []Option
-		want bool
+		want use
 	}{
-		{"ch02-byte-budget", nil, true},
-		{"ch02-byte-budget", []Option{Alone}, false},
-		{"ch08-rail-throttled", nil, false}, // measures the fix
-		{"ch12-nic-flap-timeout", nil, true},
+		{"ch02-byte-budget", nil, shares},
+		{"ch02-byte-budget", []Option{Alone}, alone},
+		{"ch08-rail-throttled", nil, measures},
+		{"ch26-alert-rules", nil, shares}, // alerting rules: tested on recorded series
+		{"ch12-nic-flap-timeout", nil, shares},
 	}
 	for _, tt := range tests {
-		if got := parallel(t, tt.id, tt.opts); got != tt.want {
-			t.Errorf("parallel(%s, %v) = %v, want %v", tt.id, tt.opts, got, tt.want)
+		if got := hostUse(t, tt.id, tt.opts); got != tt.want {
+			t.Errorf("hostUse(%s, %v) = %v, want %v", tt.id, tt.opts, got, tt.want)
 		}
 	}
 }

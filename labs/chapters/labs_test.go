@@ -33,21 +33,9 @@ func TestLabRailThrottled(t *testing.T) {
 
 // TestLabs runs the namespace scenarios whose story is one command with a scripted
 // learner: the evidence command in a real shell (polled until it shows the fault), an
-// unrelated command, then the four checks of Judge. It plays those that measure the
-// fix, one at a time with the package's other such labs.
-func TestLabs(t *testing.T) { playLabs(t, false) }
-
-// TestLabsSideBySide plays TestLabs' labs that measure nothing, beside the package's
-// other such labs (a sequential test's parallel subtests would hold up the tests
-// after it).
-func TestLabsSideBySide(t *testing.T) {
+// unrelated command, then the four checks of Judge.
+func TestLabs(t *testing.T) {
 	t.Parallel()
-	playLabs(t, true)
-}
-
-// playLabs plays the one-command labs that may share the host (sideBySide) or those
-// that may not.
-func playLabs(t *testing.T, sideBySide bool) {
 	other := func(n string, all ...string) string { return Others(n, all...)[0] }
 	type command func(v map[string]string) (node, line string)
 	tests := []struct {
@@ -106,9 +94,6 @@ func playLabs(t *testing.T, sideBySide bool) {
 		},
 	}
 	for _, tt := range tests {
-		if parallel(t, tt.id, nil) != sideBySide {
-			continue
-		}
 		t.Run(tt.id, func(t *testing.T) {
 			Play(t, tt.id, tt.seed, func(lr *Learner) Verdicts {
 				v := lr.Lab.Variant.Values

@@ -50,17 +50,25 @@ func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
 		TTL:      10 * time.Minute,
 		Log:      log,
 	}, 1, sc.Draw(seed))
+	t0 := time.Now()
 	t.Cleanup(func() {
+		t1 := time.Now()
 		l.Stop()
 		l.Wait()
+		t.Logf("lab played %.1fs, teardown %.1fs", t1.Sub(t0).Seconds(), time.Since(t1).Seconds())
 		if left, _ := inj.List(); len(left) > 0 {
 			t.Errorf("faults left in the journal after the lab: %+v", left)
 		}
 	})
 	deadline := time.Now().Add(4 * time.Minute)
+	var steps []string // where the start's time went, for whoever makes it faster
 	for {
 		st := l.Status()
+		if step := fmt.Sprintf("%s@%.1fs", st.Step, time.Since(t0).Seconds()); len(steps) == 0 || !strings.HasPrefix(steps[len(steps)-1], st.Step+"@") {
+			steps = append(steps, step)
+		}
 		if st.State == session.Ready {
+			t.Logf("lab ready: %s", strings.Join(steps, ", "))
 			return l
 		}
 		if st.State == session.Failed || time.Now().After(deadline) {
@@ -113,20 +121,20 @@ func Binary(t *testing.T) string {
 	return testenv.Commlab(t)
 }
 
-// SideBySide is how many labs that measure nothing play at once unless go test's
-// -parallel says otherwise. Their time goes to waiting for the workload's next run
-// (about one core while it runs, idle at least as long between runs) and for the
-// learner's commands, so three fit on two cores (go test's default is GOMAXPROCS).
+// SideBySide is how many labs play at once. Their time goes to waiting for the
+// workload's next run (about one core while it runs, idle at least as long between
+// runs) and for the learner's commands, so three fit on two cores.
 const SideBySide = 3
 
-// Main runs a package's tests, with SideBySide as the default -parallel, then removes
-// the binary Binary made. Packages that play labs call it from TestMain.
+// Main runs a package's tests, then removes the binary Binary made. Packages that
+// play labs call it from TestMain. Play admits labs to the host itself: go test's
+// -parallel, unless given, is raised so that it never holds a lab back.
 func Main(m *testing.M) {
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(SideBySide)); err != nil {
+		if err := flag.Set("test.parallel", "1000"); err != nil {
 			panic(err)
 		}
 	}
@@ -376,11 +384,12 @@ func (lr *Learner) assertWrongEstimatesFail(evidence Ref, wrong []map[string]flo
 func (lr *Learner) assertFixDoesNotFix(evidence Ref) {
 	lr.T.Helper()
 	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: []Ref{evidence}, Estimates: lr.estimates}
+	t0 := time.Now()
 	r, err := lr.Lab.Check(context.Background(), d)
 	if err != nil {
 		lr.T.Fatalf("(d) check after a fix that does not fix: %v", err)
 	}
-	lr.T.Logf("(d) after a fix that does not fix: %+v", r)
+	lr.T.Logf("(d) after a fix that does not fix (%.1fs): %+v", time.Since(t0).Seconds(), r)
 	if Criterion(r, "remediation") != 0 {
 		lr.T.Errorf("(d) a fix that does not fix earned remediation credit: %+v", r)
 	}
@@ -408,11 +417,12 @@ func (lr *Learner) fixFails(what string, evidence Ref) {
 func (lr *Learner) gradeForReal(evidence ...Ref) grader.Result {
 	lr.T.Helper()
 	d := grader.Diagnosis{Class: lr.right.Class, Location: lr.right.Loc, Evidence: evidence, Estimates: lr.estimates}
+	t0 := time.Now()
 	res, err := lr.Lab.Grade(context.Background(), d)
 	if err != nil {
 		lr.T.Fatal(err)
 	}
-	lr.T.Logf("(a) %+v", res)
+	lr.T.Logf("(a) graded in %.1fs: %+v", time.Since(t0).Seconds(), res)
 	fixed := lr.Lab.Variant.Scenario.Remediation == nil || Criterion(res, "remediation") > 0
 	if len(lr.Lab.Variant.Scenario.Estimates) > 0 && !full(res, "estimates") {
 		lr.T.Errorf("(a) the learner's figures %v are not all within their tolerance: %+v", lr.estimates, res)
@@ -496,31 +506,70 @@ func (lr *Learner) Judge(v Verdicts) grader.Result {
 type Option int
 
 // Alone runs a lab with no other lab beside it, for a story that compares speeds
-// itself (bench runs typed in the shell). A lab that measures the learner's fix
-// always runs alone.
+// itself (bench runs typed in the shell, timings read from the chart's runs).
 const Alone Option = 1
 
-// Play starts a lab, lets story drive the learner and judges what it returns. Labs
-// that measure nothing run in parallel with each other (at most go test -parallel at
-// once); those that measure the fix, and those played Alone, run one at a time,
-// before the parallel ones start (go test runs a package's sequential tests first).
+// Play starts a lab, lets story drive the learner and judges what it returns. Every
+// lab is a parallel test; Play admits it to the host when it may run (see admit).
 func Play(t *testing.T, scenario string, seed uint64, story func(*Learner) Verdicts, opts ...Option) {
 	t.Helper()
-	if parallel(t, scenario, opts) {
-		t.Parallel()
-	}
+	t.Parallel()
+	defer admit(t, hostUse(t, scenario, opts))()
 	lr := newLearner(t, scenario, seed)
 	lr.Judge(story(lr))
 }
 
-// parallel says whether a lab may share the host with other labs: it measures
-// nothing whose ratio another lab's load could spoil (alerting rules are tested on
-// recorded series, not timed). Beside labs that measure, the graded runs of the
-// session.Turns the labs share would hold the others' workload runs back too often:
-// a lab's evidence comes from them.
-func parallel(t *testing.T, id string, opts []Option) bool {
-	r := scenario(t, id).Remediation
-	return (r == nil || r.Measure == scenarios.MeasureAlertRules) && !slices.Contains(opts, Alone)
+// use is how a lab uses the host.
+type use int
+
+const (
+	shares   use = iota // measures nothing another lab's load could spoil
+	measures            // measures the learner's fix: its graded runs take the host (session.Turns)
+	alone               // compares speeds in its story: the host to itself
+)
+
+// hostUse says how a lab uses the host. A lab measures when its remediation is
+// measured on the workload (alerting rules are tested on recorded series, not timed).
+func hostUse(t *testing.T, id string, opts []Option) use {
+	switch r := scenario(t, id).Remediation; {
+	case slices.Contains(opts, Alone):
+		return alone
+	case r != nil && r.Measure != scenarios.MeasureAlertRules:
+		return measures
+	}
+	return shares
+}
+
+// The host's labs: at most SideBySide at once; a lab that measures the fix beside
+// labs that measure nothing but never beside another one (the graded runs of two such
+// labs would hold the others' chart runs, where their evidence comes from, back too
+// often); a lab played alone by itself.
+var (
+	host      sync.RWMutex // held by a lab played alone, shared by every other lab
+	measuring sync.Mutex
+	slots     = make(chan struct{}, SideBySide)
+)
+
+// admit waits until a lab that uses the host as u may start, and returns the function
+// that lets the next one in.
+func admit(t *testing.T, u use) (done func()) {
+	t.Helper()
+	if u == alone {
+		host.Lock()
+		return host.Unlock
+	}
+	host.RLock()
+	if u == measures {
+		measuring.Lock()
+	}
+	slots <- struct{}{}
+	return func() {
+		<-slots
+		if u == measures {
+			measuring.Unlock()
+		}
+		host.RUnlock()
+	}
 }
 
 // SeedsEnv chooses which of a lab's seeds PlaySeeds plays: the first by default
@@ -535,9 +584,7 @@ func PlaySeeds(t *testing.T, scenario string, seeds []uint64, story func(*Learne
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parallel(t, scenario, opts) {
-		t.Parallel()
-	}
+	t.Parallel()
 	for i, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			if i > 0 && !all {

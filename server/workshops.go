@@ -751,8 +751,8 @@ func (s *Server) workshopOfLab(ctx context.Context, l *session.Lab) int64 {
 
 // workshopExtend gives one learner's running lab (learner 0: every running lab of
 // the workshop) more minutes. Each lab renews what ends it from outside before its
-// own end moves (session.Lab.Extend); one that cannot keeps its end and is named in
-// the answer.
+// own end moves (session.Lab.Extend), a lab still starting once it is Ready; one
+// that cannot keeps its end and is named in the answer.
 func (s *Server) workshopExtend(c *gin.Context) {
 	w := workshopOf(c)
 	most := int(session.MaxExtend / time.Minute)

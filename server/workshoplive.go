@@ -212,15 +212,11 @@ func (s *Server) dashboard(ctx context.Context, w *store.Workshop, lang string, 
 	if err != nil {
 		return nil, err
 	}
-	names := make(map[int64]string, len(members))
-	for _, m := range members {
-		names[m.ID] = m.Name
-	}
 	evs, err := db.WorkshopEvents(ctx, w.ID, 0)
 	if err != nil {
 		return nil, err
 	}
-	d := &dashboard{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, true, names), Learners: []dashLearner{}}
+	d := &dashboard{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, true, namesOf(members)), Learners: []dashLearner{}}
 	for _, l := range s.workshopLabs(w) {
 		dl := dashLab{ID: l.ID, Title: l.Title, Open: l.Open}
 		if sc, err := s.scenario(l.ID); err == nil {

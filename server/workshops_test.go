@@ -416,6 +416,9 @@ func TestWorkshopExtendStarting(t *testing.T) {
 	if frames := strings.Join(e.wsAs(e.a, path+"/events/ws", nil), ""); strings.Count(frames, "讲师延长了实验时间（分钟）: 15") != 2 {
 		t.Errorf("a's timeline does not tell both extensions: %s", frames)
 	}
+	if _, page, _ := e.do(e.inst, "GET", path, nil); strings.Count(page, "讲师延长了实验时间（分钟）: 15 · 学员") != 2 {
+		t.Errorf("the instructor's timeline does not say whose lab was extended:\n%s", page)
+	}
 }
 
 // TestLiveHub: a change wakes every waiter of that workshop, and only them.

@@ -86,7 +86,8 @@ type Kind struct {
 	// script): shells opened before it is applied would not show it.
 	Login bool
 	// FixedDeadline marks a kind whose helper processes are started with the
-	// deadline and stop by it: its deadline cannot be renewed.
+	// deadline and stop by it: its deadline cannot be renewed (a lab's extension
+	// reverts such a fault and applies it again, session.Lab.Extend).
 	FixedDeadline bool
 	// New returns a fault with its defaults set.
 	New func() Fault

@@ -40,6 +40,8 @@ type fakeHost struct {
 	full bool
 	// reverted counts the faults reverted.
 	reverted int
+	// fixed is a fault kind that cannot be renewed, as nic-flap's helper cannot.
+	fixed string
 }
 
 func (h *fakeHost) reverts() int {
@@ -84,14 +86,23 @@ func (h *fakeHost) Revert(ctx context.Context, id string) error {
 	h.mu.Unlock()
 	return nil
 }
-func (h *fakeHost) Supports(ctx context.Context, kind string) error    { return nil }
-func (h *fakeHost) Renew(context.Context, string, time.Duration) error { return nil }
-func (e *fakeEnv) Renew(context.Context, string, time.Duration) error  { return nil }
-func (h *fakeHost) ChangesLogin(kind string) bool                      { return false }
-func (e *fakeEnv) ID() string                                          { return "fake" }
-func (e *fakeEnv) Nodes() []string                                     { return e.nodes }
-func (e *fakeEnv) Target(string) injector.Target                       { return injector.Target{} }
-func (e *fakeEnv) Down(context.Context) error                          { return nil }
+func (h *fakeHost) Supports(ctx context.Context, kind string) error   { return nil }
+func (e *fakeEnv) Renew(context.Context, string, time.Duration) error { return nil }
+func (h *fakeHost) ChangesLogin(kind string) bool                     { return false }
+func (e *fakeEnv) ID() string                                         { return "fake" }
+func (e *fakeEnv) Nodes() []string                                    { return e.nodes }
+func (e *fakeEnv) Target(string) injector.Target                      { return injector.Target{} }
+func (e *fakeEnv) Down(context.Context) error                         { return nil }
+
+func (h *fakeHost) Renew(_ context.Context, id string, _ time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fixed != "" && id == "f-"+h.fixed {
+		return injector.ErrFixedDeadline
+	}
+	return nil
+}
+
 func (e *fakeEnv) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
 	r, w := io.Pipe()
 	return &echoPTY{r, w}, nil

@@ -45,11 +45,17 @@ type testEnv struct {
 
 func newTestServer(tb testing.TB, cfg Config) (*Server, store.Store) {
 	tb.Helper()
-	lib, err := course.NewLibrary(fixture, course.Options{})
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(tb.TempDir(), "commlab.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(tb.TempDir(), "commlab.db"))
+	return newTestServerOn(tb, cfg, st), st
+}
+
+// newTestServerOn is newTestServer on a store the test opened; it closes it.
+func newTestServerOn(tb testing.TB, cfg Config, st store.Store) *Server {
+	tb.Helper()
+	lib, err := course.NewLibrary(fixture, course.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,7 +64,7 @@ func newTestServer(tb testing.TB, cfg Config) (*Server, store.Store) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return srv, st
+	return srv
 }
 
 func newTestEnv(t *testing.T, cfg Config) *testEnv {

@@ -203,13 +203,12 @@ func (s *Server) workshopDashboardWS(c *gin.Context) {
 	})
 }
 
+// dashboard builds the instructor's snapshot from a fixed number of queries, two
+// whatever the cohort's size (the roster with the lab records, the journal); the
+// running labs come from memory.
 func (s *Server) dashboard(ctx context.Context, w *store.Workshop, lang string, cmds *commandCache, now time.Time) (*dashboard, error) {
 	db := s.workshopDB()
-	members, err := db.Members(ctx, w.ID)
-	if err != nil {
-		return nil, err
-	}
-	names, err := s.userNames(ctx)
+	members, err := db.Roster(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +216,7 @@ func (s *Server) dashboard(ctx context.Context, w *store.Workshop, lang string, 
 	if err != nil {
 		return nil, err
 	}
-	d := &dashboard{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, true, names), Learners: []dashLearner{}}
+	d := &dashboard{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, true, namesOf(members)), Learners: []dashLearner{}}
 	for _, l := range s.workshopLabs(w) {
 		dl := dashLab{ID: l.ID, Title: l.Title, Open: l.Open}
 		if sc, err := s.scenario(l.ID); err == nil {
@@ -226,50 +225,49 @@ func (s *Server) dashboard(ctx context.Context, w *store.Workshop, lang string, 
 		d.Labs = append(d.Labs, dl)
 	}
 	for _, m := range members {
-		prog, err := s.store.Progress(ctx, m)
-		if err != nil {
-			return nil, err
-		}
-		dl := dashLearner{ID: m, Name: names[m], Running: -1, Idle: -1, Commands: []string{}}
-		var cur *session.Lab
-		if s.labs != nil {
-			cur, _ = s.practiceLab(m)
-		}
-		for i, id := range w.Labs {
-			cell := dashCell{State: "notstarted"}
-			sc, _ := s.scenario(id)
-			if sc != nil {
-				if lp, ok := prog[sc.Chapter].Labs[id]; ok && lp.Attempts > 0 {
-					cell.State, cell.Score = "failed", pctText(lp.Score)
-					if lp.Passed {
-						cell.State = "passed"
-					}
-				}
-			}
-			if cur != nil && cur.Variant.Scenario.ID == id {
-				cell.Hints = len(cur.HintsUsed())
-				switch st := cur.Status().State; {
-				case st == session.Starting:
-					cell.State = "starting"
-				case st == session.Ready:
-					cell.State = "working"
-				case st == session.Grading:
-					cell.State = "answered"
-				}
-				if cur.Running() {
-					dl.Running, dl.Nodes = i, cur.Status().Nodes
-					idle := now.Sub(cur.LastInput())
-					dl.Idle, dl.IdleText = int(idle.Seconds()), idleText(lang, idle)
-					dl.Stuck = idle >= stuckAfter
-					dl.Commands = cmds.last(cur)
-				}
-			}
-			cell.Text = web.T(lang, "ws.state."+cell.State)
-			dl.Cells = append(dl.Cells, cell)
-		}
-		d.Learners = append(d.Learners, dl)
+		d.Learners = append(d.Learners, s.dashLearner(w, m, lang, cmds, now))
 	}
 	return d, nil
+}
+
+// dashLearner is one row of the dashboard: the member's graded records and their
+// running lab, if it is one of the workshop's.
+func (s *Server) dashLearner(w *store.Workshop, m store.Member, lang string, cmds *commandCache, now time.Time) dashLearner {
+	dl := dashLearner{ID: m.ID, Name: m.Name, Running: -1, Idle: -1, Commands: []string{}}
+	var cur *session.Lab
+	if s.labs != nil {
+		cur, _ = s.practiceLab(m.ID)
+	}
+	for i, id := range w.Labs {
+		cell := dashCell{State: "notstarted"}
+		if lp, ok := m.Labs[id]; ok && lp.Attempts > 0 {
+			cell.State, cell.Score = "failed", pctText(lp.Score)
+			if lp.Passed {
+				cell.State = "passed"
+			}
+		}
+		if cur != nil && cur.Variant.Scenario.ID == id {
+			cell.Hints = len(cur.HintsUsed())
+			switch cur.Status().State {
+			case session.Starting:
+				cell.State = "starting"
+			case session.Ready:
+				cell.State = "working"
+			case session.Grading:
+				cell.State = "answered"
+			}
+			if cur.Running() {
+				dl.Running, dl.Nodes = i, cur.Status().Nodes
+				idle := now.Sub(cur.LastInput())
+				dl.Idle, dl.IdleText = int(idle.Seconds()), idleText(lang, idle)
+				dl.Stuck = idle >= stuckAfter
+				dl.Commands = cmds.last(cur)
+			}
+		}
+		cell.Text = web.T(lang, "ws.state."+cell.State)
+		dl.Cells = append(dl.Cells, cell)
+	}
+	return dl
 }
 
 func pctText(f float64) string { return strconv.Itoa(int(math.Round(f*100))) + "%" }

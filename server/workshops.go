@@ -352,25 +352,26 @@ func (s *Server) workshopPage(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	names, err := s.userNames(c.Request.Context())
-	if err != nil {
-		s.fail(c, err)
-		return
+	var names map[int64]string // the instructor's timeline says whom each line concerns
+	if d.Instructor {
+		members, err := s.workshopDB().Roster(c.Request.Context(), w)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		names = namesOf(members)
 	}
 	d.Timeline = s.timeline(lang, evs, d.Instructor, names)
 	s.renderPage(c, http.StatusOK, "workshop", w.Title, d)
 }
 
-func (s *Server) userNames(ctx context.Context) (map[int64]string, error) {
-	users, err := s.store.ListUsers(ctx)
-	if err != nil {
-		return nil, err
+// namesOf are the members' names, by id.
+func namesOf(members []store.Member) map[int64]string {
+	names := make(map[int64]string, len(members))
+	for _, m := range members {
+		names[m.ID] = m.Name
 	}
-	names := make(map[int64]string, len(users))
-	for _, u := range users {
-		names[u.ID] = u.Name
-	}
-	return names, nil
+	return names
 }
 
 func containsStr(xs []string, x string) bool {
@@ -751,8 +752,8 @@ func (s *Server) workshopOfLab(ctx context.Context, l *session.Lab) int64 {
 
 // workshopExtend gives one learner's running lab (learner 0: every running lab of
 // the workshop) more minutes. Each lab renews what ends it from outside before its
-// own end moves (session.Lab.Extend); one that cannot keeps its end and is named in
-// the answer.
+// own end moves (session.Lab.Extend), a lab still starting once it is Ready; one
+// that cannot keeps its end and is named in the answer.
 func (s *Server) workshopExtend(c *gin.Context) {
 	w := workshopOf(c)
 	most := int(session.MaxExtend / time.Minute)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server/store"
 )
 
@@ -356,6 +357,67 @@ func TestWorkshop(t *testing.T) {
 	}
 	if d := e.dashboardNow(path); !d.Ended || d.Learners[0].Running != -1 {
 		t.Errorf("after the end: %+v", d)
+	}
+}
+
+// TestWorkshopExtendStarting: the instructor extends a lab still starting, whose
+// nic-flap helper stops at the deadline it was started with: the extension is
+// accepted and journaled, and once the lab is Ready its end has moved and the flap
+// was applied again for the new end; so again when the lab is Ready.
+func TestWorkshopExtendStarting(t *testing.T) {
+	e := newWorkshopEnv(t)
+	ctx := context.Background()
+	w := &store.Workshop{InstructorID: e.ids[e.inst], Title: "t", Code: "FLAP", Labs: []string{"ch12-nic-flap-timeout"}, Opened: 1,
+		LabTTL: 30 * time.Minute, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour)}
+	db := e.store.(store.Workshops)
+	if err := db.CreateWorkshop(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.JoinWorkshop(ctx, w.ID, e.ids[e.a]); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/workshops/%d", w.ID)
+	gate := make(chan struct{})
+	e.host.mu.Lock()
+	e.host.gate, e.host.fixed = gate, "nic-flap"
+	e.host.mu.Unlock()
+	if code, body, _ := e.postAs(e.a, path, path+"/labs/1/start", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("start: %d\n%s", code, body)
+	}
+	l, _ := e.mgr.Current(e.ids[e.a])
+	before := l.Status().Expires
+	extend := func(moved time.Duration, reverts int) {
+		t.Helper()
+		form := url.Values{"learner": {fmt.Sprint(e.ids[e.a])}, "minutes": {"15"}}
+		if code, body, _ := e.postAs(e.inst, path, path+"/extend", form, "application/json"); code != http.StatusOK || !strings.Contains(body, `"extended":1`) {
+			t.Fatalf("extend a %s lab: %d %s", l.Status().State, code, body)
+		}
+		if got := l.Status().Expires.Sub(before); got != moved {
+			t.Errorf("the end moved by %s, want %s", got, moved)
+		}
+		if got := e.host.reverts(); got != reverts {
+			t.Errorf("%d faults reverted, want %d (the flap, to apply it again)", got, reverts)
+		}
+	}
+	if st := l.Status().State; st != session.Starting {
+		t.Fatalf("the lab is %s, want starting", st)
+	}
+	extend(0, 0) // owed until the lab is Ready
+	close(gate)
+	for deadline := time.Now().Add(10 * time.Second); !l.Status().Confirmed; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lab not confirmed: %+v", l.Status())
+		}
+	}
+	if got := l.Status().Expires.Sub(before); got != 15*time.Minute || e.host.reverts() != 1 {
+		t.Errorf("once Ready: the end moved by %s, %d faults reverted; want 15m and the flap, applied again", got, e.host.reverts())
+	}
+	extend(30*time.Minute, 2)
+	if frames := strings.Join(e.wsAs(e.a, path+"/events/ws", nil), ""); strings.Count(frames, "讲师延长了实验时间（分钟）: 15") != 2 {
+		t.Errorf("a's timeline does not tell both extensions: %s", frames)
+	}
+	if _, page, _ := e.do(e.inst, "GET", path, nil); strings.Count(page, "讲师延长了实验时间（分钟）: 15 · 学员") != 2 {
+		t.Errorf("the instructor's timeline does not say whose lab was extended:\n%s", page)
 	}
 }
 

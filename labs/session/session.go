@@ -150,8 +150,11 @@ type Lab struct {
 	mu sync.Mutex
 	// expires is when the lab ends (Status tells it); Extend moves it, and the
 	// timer that cancels ctx then.
-	expires   time.Time
-	expiry    *time.Timer
+	expires time.Time
+	expiry  *time.Timer
+	// owed is the time extensions gave while the lab was Starting: Extend gives it
+	// once the lab is Ready, when its environment and faults are all in place.
+	owed      time.Duration
 	state     State
 	step      string
 	progress  [2]int
@@ -369,7 +372,16 @@ func (l *Lab) run() {
 		l.state = Ready
 		close(l.up)
 	}
+	owed := l.owed
+	l.owed = 0
 	l.mu.Unlock()
+	if owed > 0 {
+		if end, err := l.extend(ctx, owed); err != nil {
+			l.log.Warn("the extension given while the lab started could not be applied: the lab keeps its end", "owed", owed, "err", err)
+		} else {
+			l.log.Info("extension given while the lab started applied", "until", end)
+		}
+	}
 
 	if l.baseline > 0 && s.Remediation != nil {
 		l.setStep(5, selfTestStep)
@@ -418,11 +430,13 @@ func (l *Lab) run() {
 	l.mu.Unlock()
 }
 
-// appliedFault is a fault in place: its node and the injector's id; bound says its
-// deadline is the lab's end, so Extend renews it.
+// appliedFault is a fault in place: what was applied (Extend applies it again when
+// its helper cannot be renewed) and the injector's id; bound says its deadline is
+// the lab's end, so Extend renews it.
 type appliedFault struct {
-	node, id string
-	bound    bool
+	fault scenarios.Fault
+	id    string
+	bound bool
 }
 
 // applyFault applies f on env, through its nodes when they carry their own
@@ -435,12 +449,12 @@ func (l *Lab) applyFault(ctx context.Context, env Env, f scenarios.Fault, ttl ti
 	} else {
 		id, cmd, err = l.cfg.Faults.Apply(ctx, env.Target(f.Node), f.Kind, f.Params, ttl)
 	}
-	return appliedFault{node: f.Node, id: id}, cmd, err
+	return appliedFault{fault: f, id: id}, cmd, err
 }
 
 func (l *Lab) revertFault(ctx context.Context, env Env, f appliedFault) error {
 	if nf, ok := env.(NodeFaults); ok {
-		return nf.Revert(ctx, f.node, f.id)
+		return nf.Revert(ctx, f.fault.Node, f.id)
 	}
 	return l.cfg.Faults.Revert(ctx, f.id)
 }
@@ -740,39 +754,80 @@ var ErrCannotExtend = errors.New("this lab's time cannot be extended")
 const MaxExtend = 4 * time.Hour
 
 // Extend gives a running lab d more time (an instructor's extension) and returns its
-// new end. What ends the lab from outside it moves first, then the lab's own timer:
-// the faults bound to its end (the injector's watchdog), then its environment (its
-// teardown timer and the state sweeps read). A step that fails leaves the lab's own
-// end where it was, and its teardown there reverts every fault and takes the
-// environment down: a renewed deadline only ever outlives the lab as a backstop.
+// new end. A lab still Starting owes it until it is Ready, when its environment is up
+// and its faults are in: then extend gives it, and Status tells the new end.
 func (l *Lab) Extend(ctx context.Context, d time.Duration) (time.Time, error) {
 	if d <= 0 || d > MaxExtend {
 		return time.Time{}, fmt.Errorf("extend by %s: want more than 0 and at most %s", d, MaxExtend)
 	}
 	l.mu.Lock()
+	if l.state == Starting {
+		if err := l.canExtend(l.env, len(l.Variant.Scenario.Faults) > 0); err != nil {
+			l.mu.Unlock()
+			return time.Time{}, err
+		}
+		l.owed += d
+		end := l.expires.Add(l.owed)
+		l.mu.Unlock()
+		return end, nil
+	}
+	l.mu.Unlock()
+	return l.extend(ctx, d)
+}
+
+// canExtend says whether what ends a lab on env from outside can be moved: the
+// environment's teardown timer, and with faults the injector's deadlines (env nil:
+// not up yet, only the faults' side is known).
+func (l *Lab) canExtend(env Env, faults bool) error {
+	if _, ok := env.(Renewer); env != nil && !ok {
+		return ErrCannotExtend
+	}
+	if !faults {
+		return nil
+	}
+	if _, ok := l.cfg.Faults.(Renewer); !ok {
+		return ErrCannotExtend
+	}
+	if _, onNodes := env.(NodeFaults); onNodes {
+		return ErrCannotExtend // faults applied through a node's agent are not renewed yet
+	}
+	return nil
+}
+
+// extend moves a Ready or Grading lab's end by d. What ends the lab from outside it
+// moves first, then the lab's own timer: the faults bound to its end (the
+// injector's watchdog; a fault whose helper stops at the deadline it was started
+// with is applied again, see rearm), then its environment (its teardown timer and
+// the state sweeps read). A step that fails leaves the lab's own end where it was,
+// and its teardown there reverts every fault and takes the environment down: a
+// renewed deadline only ever outlives the lab as a backstop.
+func (l *Lab) extend(ctx context.Context, d time.Duration) (time.Time, error) {
+	l.mu.Lock()
 	env, state, end := l.env, l.state, l.expires.Add(d)
-	var ids []string
+	var bound []appliedFault
 	for _, f := range l.faults {
 		if f.bound {
-			ids = append(ids, f.id)
+			bound = append(bound, f)
 		}
 	}
 	l.mu.Unlock()
 	if env == nil || (state != Ready && state != Grading) {
 		return time.Time{}, ErrNotRunning
 	}
-	envR, ok := env.(Renewer)
-	faultsR, ok2 := l.cfg.Faults.(Renewer)
-	if _, onNodes := env.(NodeFaults); !ok || (len(ids) > 0 && (!ok2 || onNodes)) {
-		return time.Time{}, ErrCannotExtend // faults applied through a node's agent are not renewed yet
+	if err := l.canExtend(env, len(bound) > 0); err != nil {
+		return time.Time{}, err
 	}
 	ttl := time.Until(end)
-	for _, id := range ids {
-		if err := faultsR.Renew(ctx, id, ttl); err != nil {
-			return time.Time{}, fmt.Errorf("%w: fault %s: %w", ErrCannotExtend, id, err)
+	for _, f := range bound {
+		err := l.cfg.Faults.(Renewer).Renew(ctx, f.id, ttl)
+		if errors.Is(err, injector.ErrFixedDeadline) {
+			err = l.rearm(ctx, env, f, ttl)
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: fault %s: %w", ErrCannotExtend, f.id, err)
 		}
 	}
-	if err := envR.Renew(ctx, env.ID(), ttl); err != nil {
+	if err := env.(Renewer).Renew(ctx, env.ID(), ttl); err != nil {
 		return time.Time{}, fmt.Errorf("%w: environment: %w", ErrCannotExtend, err)
 	}
 	l.mu.Lock()
@@ -784,4 +839,53 @@ func (l *Lab) Extend(ctx context.Context, d time.Duration) (time.Time, error) {
 	l.expiry.Reset(time.Until(end))
 	l.log.Info("lab extended", "until", end)
 	return end, nil
+}
+
+// rearm renews a fault whose helper stops at the deadline it was started with
+// (nic-flap, congestion) the only way it can be: reverted, then applied again with
+// ttl, under a new id. The workload waits meanwhile (a chart's run in flight gives
+// way), so no measurement sees the moment between. A fault that cannot be applied
+// again fails the lab: without it the lab is not the one scored.
+func (l *Lab) rearm(ctx context.Context, env Env, f appliedFault, ttl time.Duration) error {
+	l.mu.Lock()
+	if l.stopStream != nil {
+		l.stopStream()
+	}
+	l.mu.Unlock()
+	l.wl.Lock()
+	defer l.wl.Unlock()
+	if err := l.revertFault(ctx, env, f); err != nil {
+		return fmt.Errorf("revert to apply again: %w", err)
+	}
+	again, _, err := l.applyFault(ctx, env, f.fault, ttl)
+	if err != nil {
+		l.replaceFault(f.id, nil) // reverted already
+		l.fail(fmt.Errorf("the lab's time was extended, but its fault could not be applied again (%v): this lab is not scored, start it again", err))
+		return fmt.Errorf("apply again: %w", err)
+	}
+	again.bound = true
+	if !l.replaceFault(f.id, &again) {
+		// The lab ended meanwhile: its teardown has passed, revert here.
+		_ = l.revertFault(context.WithoutCancel(ctx), env, again)
+		return ErrNotRunning
+	}
+	l.log.Info("fault applied again for the extension", "fault", f.id, "now", again.id)
+	return nil
+}
+
+// replaceFault puts g (nil: nothing) in the place of fault id and says whether id
+// was still there.
+func (l *Lab) replaceFault(id string, g *appliedFault) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.faults, func(f appliedFault) bool { return f.id == id })
+	switch {
+	case i < 0:
+		return false
+	case g == nil:
+		l.faults = slices.Delete(l.faults, i, i+1)
+	default:
+		l.faults[i] = *g
+	}
+	return true
 }

@@ -67,11 +67,30 @@ type fakeHost struct {
 	login bool
 	// envRenewErr fails the environment's renew.
 	envRenewErr error
+	// fixed is a kind whose faults cannot be renewed (their helper stops at the
+	// deadline it was started with, as nic-flap's and congestion's do).
+	fixed string
+	// kinds and ttls are each applied fault's, by id.
+	kinds map[string]string
+	ttls  map[string]time.Duration
 }
 
 func (h *fakeHost) Renew(ctx context.Context, id string, ttl time.Duration) error {
+	h.mu.Lock()
+	fixed := h.fixed != "" && h.kinds[id] == h.fixed
+	h.mu.Unlock()
+	if fixed {
+		return fmt.Errorf("renew %s: %s: %w", id, h.fixed, injector.ErrFixedDeadline)
+	}
 	h.note(fmt.Sprintf("renew %s %s", id, ttl.Round(time.Hour)))
 	return nil
+}
+
+// ttl is how long fault id was applied for, to the hour.
+func (h *fakeHost) ttl(id string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ttls[id].Round(time.Hour)
 }
 
 func (h *fakeHost) note(s string) {
@@ -105,6 +124,12 @@ func (h *fakeHost) Apply(ctx context.Context, t injector.Target, kind string, pa
 		return "", "", errors.New("apply failed")
 	}
 	id := fmt.Sprintf("f%d", n)
+	h.mu.Lock()
+	if h.kinds == nil {
+		h.kinds, h.ttls = map[string]string{}, map[string]time.Duration{}
+	}
+	h.kinds[id], h.ttls[id] = kind, ttl
+	h.mu.Unlock()
 	h.note("apply " + id)
 	return id, "tc qdisc add dev rdma0 root tbf", nil
 }
@@ -464,23 +489,34 @@ func TestGivenHints(t *testing.T) {
 }
 
 // TestExtend: an extension renews what ends the lab from outside (its faults, then
-// its environment) before the lab's own end moves; when a step fails, the lab keeps
-// its old end, and its teardown there reverts every fault.
+// its environment) before the lab's own end moves; a fault whose helper cannot be
+// renewed is applied again for the new end. When a step fails, the lab keeps its
+// old end, and its teardown there reverts every fault; a fault that cannot be
+// applied again fails the lab, which is then not scored.
 func TestExtend(t *testing.T) {
 	tests := []struct {
 		name    string
-		envErr  error
+		host    *fakeHost
 		wantErr error
-		// wantLog is the host's log from the extension on.
+		// wantLog is the host's log from the extension on: all of it when the
+		// extension fails, its start when the test stops the lab after.
 		wantLog []string
+		// wantTTL are the faults applied for the new end, by id.
+		wantTTL   map[string]time.Duration
+		wantState State
 	}{
-		{"renewed", nil, nil, []string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s"}},
-		{"environment refuses", errors.New("disk full"), ErrCannotExtend,
-			[]string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s", "revert f2", "revert f1", "down"}},
+		{"renewed", &fakeHost{}, nil, []string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s"}, nil, Stopped},
+		{"environment refuses", &fakeHost{envRenewErr: errors.New("disk full")}, ErrCannotExtend,
+			[]string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s", "revert f2", "revert f1", "down"}, nil, Expired},
+		{"helper with its own deadline applied again", &fakeHost{fixed: "loss"}, nil,
+			[]string{"renew f1 1h0m0s", "revert f2", "apply f3", "renew fake1 1h0m0s"}, map[string]time.Duration{"f3": time.Hour}, Stopped},
+		{"helper cannot start again", &fakeHost{fixed: "loss", applyAt: 3}, ErrCannotExtend,
+			[]string{"renew f1 1h0m0s", "revert f2", "revert f1", "down"}, nil, Failed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &fakeHost{workload: healthyThenFaulted, envRenewErr: tc.envErr}
+			h := tc.host
+			h.workload = healthyThenFaulted
 			l := startLab(t, h, 2*time.Second)
 			defer l.Stop()
 			old := waitFor(t, l, func(s Status) bool { return s.Confirmed }).Expires
@@ -502,11 +538,20 @@ func TestExtend(t *testing.T) {
 				t.Errorf("a failed extension moved the end to %s", got)
 			}
 			ended(t, l)
-			if tc.wantErr != nil && l.Status().State != Expired {
-				t.Errorf("state %s, want expired at the old end", l.Status().State)
+			if st := l.Status(); st.State != tc.wantState || (st.State == Failed && !strings.Contains(st.Failure, "not scored")) {
+				t.Errorf("ended %s (%q), want %s", st.State, st.Failure, tc.wantState)
 			}
-			if got := h.events()[from:]; !slices.Equal(got, tc.wantLog) && (tc.wantErr != nil || !slices.Equal(got[:3], tc.wantLog)) {
+			got := h.events()[from:]
+			if tc.wantErr == nil && len(got) > len(tc.wantLog) {
+				got = got[:len(tc.wantLog)]
+			}
+			if !slices.Equal(got, tc.wantLog) {
 				t.Errorf("host log %q, want %q", got, tc.wantLog)
+			}
+			for id, want := range tc.wantTTL {
+				if got := h.ttl(id); got != want {
+					t.Errorf("%s applied for %s, want %s", id, got, want)
+				}
 			}
 		})
 	}
@@ -519,6 +564,78 @@ func TestExtend(t *testing.T) {
 	ended(t, l)
 	if _, err := l.Extend(context.Background(), time.Hour); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("extend a stopped lab: %v", err)
+	}
+}
+
+// TestExtendWhileStarting: time given to a lab still starting is owed and given once
+// it is Ready, its environment up and its faults in: the faults applied before the
+// extension and the environment are renewed then (those with a helper of their own
+// applied again), and the lab's end moves by all the time given. An extension that
+// cannot be given then leaves the lab its old end.
+func TestExtendWhileStarting(t *testing.T) {
+	tests := []struct {
+		name    string
+		host    *fakeHost
+		extends []time.Duration
+		// wantLog is what the host saw after the faults went in.
+		wantLog []string
+		wantTTL map[string]time.Duration
+		// wantMoved is how far the lab's end moved once it was Ready.
+		wantMoved time.Duration
+	}{
+		{"once", &fakeHost{}, []time.Duration{time.Hour},
+			[]string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s"}, nil, time.Hour},
+		{"twice", &fakeHost{}, []time.Duration{time.Hour, 2 * time.Hour},
+			[]string{"renew f1 3h0m0s", "renew f2 3h0m0s", "renew fake1 3h0m0s"}, nil, 3 * time.Hour},
+		{"helper with its own deadline", &fakeHost{fixed: "nic-rate"}, []time.Duration{time.Hour},
+			[]string{"revert f1", "apply f3", "renew f2 1h0m0s", "renew fake1 1h0m0s"}, map[string]time.Duration{"f3": time.Hour}, time.Hour},
+		{"environment refuses then", &fakeHost{envRenewErr: errors.New("disk full")}, []time.Duration{time.Hour},
+			[]string{"renew f1 1h0m0s", "renew f2 1h0m0s", "renew fake1 1h0m0s"}, nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.host
+			baseline := make(chan struct{})
+			h.workload = func(ctx context.Context, n int) (float64, error) {
+				if n == 1 { // the lab stays Starting until its baseline is measured
+					select {
+					case <-baseline:
+					case <-ctx.Done():
+						return 0, ctx.Err()
+					}
+				}
+				return healthyThenFaulted(ctx, n)
+			}
+			l := startLab(t, h, time.Minute)
+			defer l.Stop()
+			old := waitFor(t, l, func(s Status) bool { return s.State == Starting && s.Step == StepBaseline }).Expires
+			var given time.Duration
+			for _, d := range tc.extends {
+				given += d
+				end, err := l.Extend(context.Background(), d)
+				if err != nil || !end.Equal(old.Add(given)) {
+					t.Fatalf("extend by %s while starting: %s, %v; want %s", d, end, err, old.Add(given))
+				}
+			}
+			if got := l.Status().Expires; !got.Equal(old) {
+				t.Errorf("the end moved to %s before the lab was Ready", got)
+			}
+			close(baseline)
+			st := waitFor(t, l, func(s Status) bool { return s.Confirmed })
+			if got := st.Expires.Sub(old); got != tc.wantMoved {
+				t.Errorf("once Ready, the end moved by %s, want %s", got, tc.wantMoved)
+			}
+			log := h.events()
+			faultsIn := slices.Index(log, "apply f2") + 1
+			if got := log[faultsIn:]; !slices.Equal(got, tc.wantLog) {
+				t.Errorf("host log after the faults went in %q, want %q", got, tc.wantLog)
+			}
+			for id, want := range tc.wantTTL {
+				if got := h.ttl(id); got != want {
+					t.Errorf("%s applied for %s, want %s", id, got, want)
+				}
+			}
+		})
 	}
 }
 

@@ -60,6 +60,12 @@ var _ Store = (*SQLite)(nil)
 // migrations. A database migrated by a newer binary is refused with
 // ErrSchemaTooNew.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	return OpenSQLiteVia(ctx, "sqlite", path)
+}
+
+// OpenSQLiteVia is OpenSQLite through driverName: modernc's "sqlite" or a
+// database/sql driver registered to wrap it (a test counting statements).
+func OpenSQLiteVia(ctx context.Context, driverName, path string) (*SQLite, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open sqlite: %w: empty path", ErrInvalid)
 	}
@@ -86,7 +92,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 
 	s := &SQLite{sqlDB: sqlDB{d: sqliteDialect}, path: abs}
 	pragmas := "?_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")&_pragma=foreign_keys(1)"
-	if s.w, err = sql.Open("sqlite", abs+pragmas+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"); err != nil {
+	if s.w, err = sql.Open(driverName, abs+pragmas+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", abs, err)
 	}
 	s.w.SetMaxOpenConns(1)
@@ -107,7 +113,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", abs, err)
 	}
 
-	if s.r, err = sql.Open("sqlite", abs+pragmas+"&_pragma=query_only(1)"); err != nil {
+	if s.r, err = sql.Open(driverName, abs+pragmas+"&_pragma=query_only(1)"); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", abs, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +28,14 @@ type Workshop struct {
 
 // Ended says whether the workshop was ended.
 func (w *Workshop) Ended() bool { return !w.EndedAt.IsZero() }
+
+// Member is a workshop member as the instructor's dashboard shows them: their
+// name and their record in each of the workshop's labs they were graded in.
+type Member struct {
+	ID   int64
+	Name string
+	Labs map[string]LabProgress // by lab (scenario) ID; nil when none
+}
 
 // WorkshopEvent is one line of a workshop's journal. LearnerID is the learner
 // it concerns, 0 for everyone. Public is what learners may read; Secret (the
@@ -58,6 +67,9 @@ type Workshops interface {
 	JoinWorkshop(ctx context.Context, workshopID, userID int64) error
 	// Members lists the members' ids in the order they joined.
 	Members(ctx context.Context, workshopID int64) ([]int64, error)
+	// Roster lists w's members in the order they joined, with their names and
+	// their records in w's labs: one query, whatever the cohort's size.
+	Roster(ctx context.Context, w *Workshop) ([]Member, error)
 	// OpenLabs sets how many labs are open (ErrInvalid outside 0..len(Labs)).
 	OpenLabs(ctx context.Context, workshopID int64, n int) error
 	// EndWorkshop marks it ended; ending twice keeps the first time.
@@ -189,6 +201,47 @@ func (s *sqlDB) Members(ctx context.Context, workshopID int64) ([]int64, error) 
 			return nil, fmt.Errorf("members of workshop %d: %w", workshopID, err)
 		}
 		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// Roster implements Workshops: members joined to their names and, left joined,
+// to their lab records, one row per member and lab graded (one for a member
+// with none).
+func (s *sqlDB) Roster(ctx context.Context, w *Workshop) ([]Member, error) {
+	args, in := []any{w.ID}, []string{"NULL"} // lab_id IN (NULL) matches none
+	for i, lab := range w.Labs {
+		args = append(args, lab)
+		in = append(in, "$"+strconv.Itoa(i+2))
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT m.user_id, u.name, lp.lab_id, lp.passed, lp.score, lp.attempts
+		FROM workshop_members m JOIN users u ON u.id = m.user_id
+		LEFT JOIN lab_progress lp ON lp.user_id = m.user_id AND lp.lab_id IN (`+strings.Join(in, ", ")+`)
+		WHERE m.workshop_id = $1 ORDER BY m.joined_at, m.user_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("roster of workshop %d: %w", w.ID, err)
+	}
+	defer rows.Close()
+	var out []Member
+	for rows.Next() {
+		var m Member
+		var lab sql.NullString
+		var passed sql.NullBool
+		var score sql.NullFloat64
+		var attempts sql.NullInt64
+		if err := rows.Scan(&m.ID, &m.Name, &lab, &passed, &score, &attempts); err != nil {
+			return nil, fmt.Errorf("roster of workshop %d: %w", w.ID, err)
+		}
+		if n := len(out); n == 0 || out[n-1].ID != m.ID {
+			out = append(out, m)
+		}
+		if lab.Valid {
+			last := &out[len(out)-1]
+			if last.Labs == nil {
+				last.Labs = map[string]LabProgress{}
+			}
+			last.Labs[lab.String] = LabProgress{Passed: passed.Bool, Score: score.Float64, Attempts: int(attempts.Int64)}
+		}
 	}
 	return out, rows.Err()
 }

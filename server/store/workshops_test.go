@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -65,6 +66,35 @@ func testWorkshops(t *testing.T, open opener) {
 	}
 	if m, err := s.Members(ctx, w.ID); err != nil || len(m) != 2 || m[0] != b.ID || m[1] != a.ID {
 		t.Errorf("Members = %v, %v; want [b a]", m, err)
+	}
+	// The roster: members in the order they joined, with their records in the
+	// workshop's labs only (a's lab outside it and the instructor's own stay out).
+	for _, r := range []struct {
+		u      *store.User
+		lab    string
+		score  float64
+		passed bool
+	}{
+		{a, "ch08-link-loss", 0.4, false}, {a, "ch08-link-loss", 0.9, true}, {a, "ch02-other", 1, true},
+		{inst, "ch01-tour", 1, true}, {b, "ch01-tour", 0.5, false},
+	} {
+		if err := s.RecordLab(ctx, r.u.ID, r.lab[:4], r.lab, r.score, r.passed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []store.Member{
+		{ID: b.ID, Name: b.Name, Labs: map[string]store.LabProgress{"ch01-tour": {Score: 0.5, Attempts: 1}}},
+		{ID: a.ID, Name: a.Name, Labs: map[string]store.LabProgress{"ch08-link-loss": {Passed: true, Score: 0.9, Attempts: 2}}},
+	}
+	if got, err := s.Roster(ctx, w); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Roster = %+v, %v; want %+v", got, err, want)
+	}
+	c := newUser(t, s, "c@example.com")
+	if err := s.JoinWorkshop(ctx, w.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Roster(ctx, w); err != nil || len(got) != 3 || got[2].ID != c.ID || got[2].Labs != nil {
+		t.Errorf("Roster with a member who did nothing = %+v, %v", got, err)
 	}
 	for _, u := range []int64{inst.ID, a.ID} {
 		if ws, err := s.WorkshopsOf(ctx, u); err != nil || len(ws) != 1 || ws[0].ID != w.ID {

@@ -297,12 +297,12 @@ func TestLearnerShell(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		node, _ := cgroup.Open(NodeCgroupPath(id, "node1"))
+		shell, _ := cgroup.Open(NodeCgroupPath(id, "node1") + "/" + clhost.ShellLeaf)
 		// The kernel counts refused forks in pids.events ("max N") of the
 		// group whose limit was hit or of the forking task's group.
 		refused := func() int {
 			n := 0
-			for _, grp := range []*cgroup.Group{g, node} {
+			for _, grp := range []*cgroup.Group{g, shell} {
 				ev, _ := grp.Read("pids.events")
 				for _, line := range strings.Split(ev, "\n") {
 					if f := strings.Fields(line); len(f) == 2 && f[0] == "max" {

@@ -152,10 +152,12 @@ func BenchmarkLearnerLoad(b *testing.B) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	// Logged as well as reported: a failed benchmark prints no metrics.
+	// Logged too, on one line: a failed benchmark prints no metrics.
+	var line strings.Builder
+	defer func() { b.Log(line.String()) }()
 	report := func(v float64, unit string) {
 		b.ReportMetric(v, unit)
-		b.Logf("%s %.1f", unit, v)
+		fmt.Fprintf(&line, " %s=%.1f", unit, v)
 	}
 	for _, k := range kinds {
 		d := lat[k]

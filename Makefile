@@ -4,6 +4,8 @@ BIN     := bin/commlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 ADDR    ?= :8080
 DATA    ?= ./data
+# Learners in make bench's load run (BenchmarkLearnerLoad, docs/load.md).
+LOAD_LEARNERS ?= 30
 export CGO_ENABLED := 1
 
 WEB_DIST := web/static/dist/lab.js
@@ -38,7 +40,7 @@ test-short: $(WEB_DIST)
 	$(GO) test -short -count=1 ./...
 
 bench: deps-test deps-bench build
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	COMMLAB_LOAD_LEARNERS=$(LOAD_LEARNERS) $(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	@set -e; for s in scripts/bench-*.sh; do echo "== $$s"; "$$s"; done
 
 # On a GPU node, as root: every gpu command and every GPU-node lab end to end, in one

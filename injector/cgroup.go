@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/labs/cgroup"
 )
 
@@ -26,12 +28,22 @@ func cgMode() string {
 // cgroupPath is the directory of cgroup cg for controller ctrl.
 func cgroupPath(ctrl, cg string) string { return cgroup.Dir(ctrl, cg) }
 
-// cgroupAddProc moves pid into cg in every hierarchy where cg exists.
+// cgroupAddProc moves pid, a fault's own load, into cg in every hierarchy where
+// cg exists: into its workload leaf if it has one (the labs layout, where on
+// cgroup v2 the node's group itself can hold no process), beside the lab's ranks.
 func cgroupAddProc(cg string, pid int) error {
 	if err := validCgroup(cg); err != nil {
 		return err
 	}
+	if leaf := path.Join(cg, host.WorkloadLeaf); exists(cgroup.Dir("cpu", leaf)) {
+		cg = leaf
+	}
 	return cgroup.Move(cg, pid)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // cgFile is one cgroup control file a fault changes.

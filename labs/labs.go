@@ -68,6 +68,10 @@ type Cmd struct {
 	// MountNS, if set, is a mount namespace file the process enters first
 	// (e.g. a node's private /dev/shm kept by the injector).
 	MountNS string
+	// Workload marks the lab's own workload (the ranks its chart and grading
+	// measure): a backend that can runs it below the node's shells in CPU weight,
+	// so that it does not starve them.
+	Workload bool
 
 	start func(*Cmd) error
 }

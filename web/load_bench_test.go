@@ -19,8 +19,10 @@ import (
 // BenchmarkLearnerLoad is the issue-18 load run: N learners (COMMLAB_LOAD_LEARNERS,
 // default 30) register, log in, read a chapter, start chapter 1's lab with its
 // background workload running, and type in a terminal for a while, all at once.
-// It reports p50/p99 per request type and the server's RSS (the server runs in
-// this process). Target (issue 18): terminal p99 < 500 ms at 30 learners.
+// It reports p50/p99 per request type, the server's RSS (the server runs in this
+// process), the errors and the host's load average as the typing ends. Target
+// (issue 18): terminal p99 < 500 ms at 30 learners. `make bench` runs it at
+// LOAD_LEARNERS (30, about two minutes on a 2-core host).
 func BenchmarkLearnerLoad(b *testing.B) {
 	n := 30
 	if v, err := strconv.Atoi(os.Getenv("COMMLAB_LOAD_LEARNERS")); err == nil && v > 0 {
@@ -53,6 +55,10 @@ func BenchmarkLearnerLoad(b *testing.B) {
 		}
 		return nil
 	}
+	var (
+		nerr  int
+		load1 float64
+	)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var wg sync.WaitGroup
@@ -130,9 +136,11 @@ func BenchmarkLearnerLoad(b *testing.B) {
 			}(u)
 		}
 		wg.Wait()
+		load1 = loadAvg()
 		close(errs)
 		for err := range errs {
 			b.Error(err)
+			nerr++
 		}
 		for _, l := range mgr.All() {
 			l.Stop()
@@ -144,16 +152,36 @@ func BenchmarkLearnerLoad(b *testing.B) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
+	// Logged too, on one line: a failed benchmark prints no metrics.
+	var line strings.Builder
+	defer func() { b.Log(line.String()) }()
+	report := func(v float64, unit string) {
+		b.ReportMetric(v, unit)
+		fmt.Fprintf(&line, " %s=%.1f", unit, v)
+	}
 	for _, k := range kinds {
 		d := lat[k]
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, k+"-p50-ms")
-		b.ReportMetric(float64(d[(len(d)*99)/100].Microseconds())/1000, k+"-p99-ms")
+		report(float64(d[len(d)/2].Microseconds())/1000, k+"-p50-ms")
+		report(float64(d[(len(d)*99)/100].Microseconds())/1000, k+"-p99-ms")
 	}
 	if rss, err := vmRSS(); err == nil {
-		b.ReportMetric(float64(rss)/(1<<20), "server-rss-MiB")
+		report(float64(rss)/(1<<20), "server-rss-MiB")
 	}
-	b.ReportMetric(float64(n), "learners")
+	report(float64(n), "learners")
+	report(float64(nerr), "errors")
+	report(load1, "load1")
+}
+
+// loadAvg is the host's one-minute load average, 0 if unknown: the figures above
+// mean little without it on a shared host.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return v
 }
 
 // vmRSS is this process's resident memory (the in-process server's, mostly).

@@ -144,8 +144,20 @@ func SandboxOf(name string) (string, bool) {
 // SandboxCgroup is a sandbox's cgroup relative to each hierarchy root: commlab/<id>.
 func SandboxCgroup(id string) string { return CgroupRoot + "/" + id }
 
-// NodeCgroup is the cgroup of a node's processes, inside the sandbox's.
+// NodeCgroup is a node's cgroup, inside the sandbox's: the limits faults change
+// (cpu, cpuset, memory) apply here, to the node's two leaves below.
 func NodeCgroup(id, node string) string { return SandboxCgroup(id) + "/" + node }
+
+// A node's processes live in one of two leaves of its cgroup (on cgroup v2 a
+// group with children that share CPU may hold no processes of its own):
+const (
+	// ShellLeaf holds the learner's shells and every command run on the node,
+	// at the default CPU weight.
+	ShellLeaf = "shell"
+	// WorkloadLeaf holds the lab's workload (the ranks of its chart and grading)
+	// at a lower CPU weight, so that it cannot starve the shells.
+	WorkloadLeaf = "workload"
+)
 
 // NodeEtcDir is where a node's overlaid /etc files (the env-force fault's
 // profile.d, for one) live on the host.

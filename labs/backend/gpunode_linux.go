@@ -90,6 +90,7 @@ func (e *gpuEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 	if err != nil {
 		return 0, err
 	}
+	cmd.Workload = true
 	forced, err := injector.EnvFor(t)
 	if err != nil {
 		return 0, err

@@ -150,7 +150,8 @@ func (e *netnsEnv) Renew(_ context.Context, _ string, ttl time.Duration) error {
 }
 
 // sandboxStarter starts ranks with the sandbox's Exec: in the node's namespaces and
-// cgroup (so cpu-squeeze and mem-pressure reach them).
+// cgroup (so cpu-squeeze and mem-pressure reach them), as its workload (below the
+// learner's shells in CPU weight).
 type sandboxStarter struct{ env *netnsEnv }
 
 var _ bench.Starter = sandboxStarter{}
@@ -166,6 +167,7 @@ func (s sandboxStarter) Start(ctx context.Context, spec bench.Spec) (bench.Proc,
 	}
 	cmd.Env = append(append(cmd.Env, spec.Env...), forced...)
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = spec.Stdout, spec.Stderr, spec.ExtraFiles
+	cmd.Workload = true
 	if ns, ok := injector.ShmNamespace(s.env.Target(spec.Node)); ok {
 		cmd.MountNS = ns
 	}

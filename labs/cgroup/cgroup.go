@@ -31,7 +31,18 @@ type Limits struct {
 	Memory int64 `json:"memory"`
 	// CPUs is the CPU bandwidth in CPUs, e.g. 1.5.
 	CPUs float64 `json:"cpus"`
+	// CPUWeight is the group's share of CPU against its siblings when they contend,
+	// in cgroup v2 cpu.weight units (1 to 10000; the kernel's default is 100). On
+	// v1 it is written as cpu.shares, scaled to that file's default of 1024.
+	CPUWeight uint64 `json:"cpu_weight,omitempty"`
 }
+
+// DefaultCPUWeight is the kernel's cpu.weight of a new group.
+const DefaultCPUWeight = 100
+
+// V1Shares is weight (cpu.weight units) as cgroup v1 cpu.shares: 100 is 1024, and
+// the kernel's minimum of 2 is the floor.
+func V1Shares(weight uint64) uint64 { return max(weight*1024/DefaultCPUWeight, 2) }
 
 // Group is one cgroup, present in every hierarchy commlab uses.
 type Group struct {

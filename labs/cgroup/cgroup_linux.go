@@ -148,9 +148,15 @@ func (g *Group) create(l Limits) error {
 		if l.Memory > 0 {
 			r.Memory = &cgroup2.Memory{Max: &l.Memory}
 		}
+		if l.CPUs > 0 || l.CPUWeight > 0 {
+			r.CPU = &cgroup2.CPU{}
+		}
 		if l.CPUs > 0 {
 			quota, period := cpuQuota(l.CPUs)
-			r.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
+			r.CPU.Max = cgroup2.NewCPUMax(&quota, &period)
+		}
+		if l.CPUWeight > 0 {
+			r.CPU.Weight = &l.CPUWeight
 		}
 		if err := enableControllers(g.rel); err != nil {
 			return err
@@ -165,9 +171,16 @@ func (g *Group) create(l Limits) error {
 	if l.Memory > 0 {
 		r.Memory = &specs.LinuxMemory{Limit: &l.Memory}
 	}
+	if l.CPUs > 0 || l.CPUWeight > 0 {
+		r.CPU = &specs.LinuxCPU{}
+	}
 	if l.CPUs > 0 {
 		quota, period := cpuQuota(l.CPUs)
-		r.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+		r.CPU.Quota, r.CPU.Period = &quota, &period
+	}
+	if l.CPUWeight > 0 {
+		shares := V1Shares(l.CPUWeight)
+		r.CPU.Shares = &shares
 	}
 	_, err := cgroup1.New(cgroup1.StaticPath("/"+g.rel), r, cgroup1.WithHierarchy(v1Hierarchy))
 	return err
@@ -242,11 +255,14 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 	return out, nil
 }
 
-// Child creates (or reuses) the group rel/name without limits of its own: it
-// shares its parent's.
-func (g *Group) Child(name string) (*Group, error) {
-	return New(g.rel+"/"+name, Limits{})
+// Child creates (or reuses) the group rel/name with limits l of its own, within
+// its parent's.
+func (g *Group) Child(name string, l Limits) (*Group, error) {
+	return New(g.rel+"/"+name, l)
 }
+
+// Sub returns the group rel/name without creating it.
+func (g *Group) Sub(name string) (*Group, error) { return Open(g.rel + "/" + name) }
 
 // Path is the group's path relative to each hierarchy root, e.g. "commlab/k3f9a2".
 func (g *Group) Path() string { return g.rel }

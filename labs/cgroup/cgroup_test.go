@@ -55,7 +55,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Destroy(context.Background()) })
-	child, err := g.Child("node1")
+	child, err := g.Child("node1", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +71,23 @@ func TestLifecycle(t *testing.T) {
 	for f, w := range want {
 		if got, err := g.Read(f); err != nil || got != w {
 			t.Errorf("%s = %q, %v; want %q", f, got, err, w)
+		}
+	}
+	// A child's CPU weight, against a sibling at the default.
+	light, err := g.Child("light", Limits{CPUWeight: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weightFile, light10, dflt := "cpu.weight", "10", "100"
+	if !Unified() {
+		weightFile, light10, dflt = "cpu.shares", "102", "1024"
+	}
+	for _, c := range []struct {
+		g    *Group
+		want string
+	}{{light, light10}, {child, dflt}} {
+		if got, err := c.g.Read(weightFile); err != nil || got != c.want {
+			t.Errorf("%s %s = %q, %v; want %q", c.g.Path(), weightFile, got, err, c.want)
 		}
 	}
 

@@ -73,7 +73,7 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 		return err
 	}
 	for _, n := range plan.Nodes {
-		if _, err := cg.Child(n.Name); err != nil {
+		if err := nodeCgroups(cg, n.Name); err != nil {
 			return err
 		}
 	}
@@ -266,6 +266,27 @@ func writeProfile(home string, uid int) error {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return os.Chown(p, uid, uid)
+}
+
+// WorkloadCPUWeight is the CPU weight (cgroup v2 units; the default is 100) of a
+// node's workload leaf against its shell leaf: when both want the CPU, the shells
+// get ten parts in eleven, so a lab's ranks do not make its terminals lag. Between
+// sandboxes the weights are equal, so one lab's workload takes no more than its
+// share from another's shells either.
+const WorkloadCPUWeight = 10
+
+// nodeCgroups creates node's cgroup under the sandbox's and its two leaves: the
+// shells' at the default weight and the workload's at WorkloadCPUWeight.
+func nodeCgroups(sandbox *cgroup.Group, node string) error {
+	g, err := sandbox.Child(node, cgroup.Limits{})
+	if err != nil {
+		return err
+	}
+	if _, err := g.Child(clhost.ShellLeaf, cgroup.Limits{}); err != nil {
+		return err
+	}
+	_, err = g.Child(clhost.WorkloadLeaf, cgroup.Limits{CPUWeight: WorkloadCPUWeight})
+	return err
 }
 
 // destroy removes every object of sandbox id, whatever state it is in: it

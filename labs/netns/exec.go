@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/hostns"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
@@ -26,7 +27,8 @@ import (
 const nodePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Exec prepares argv to run on node as root, in the node's network namespace
-// and cgroup, with the node's name as hostname (its own UTS namespace). The
+// and cgroup (its shell leaf, or its workload leaf if the command is marked
+// Workload), with the node's name as hostname (its own UTS namespace). The
 // environment starts clean (PATH, HOME=/root, LANG, HOSTNAME, COMMLAB_SANDBOX,
 // COMMLAB_NODE): append to cmd.Env rather than inheriting commlab's. ctx kills
 // the process when it ends, as with exec.CommandContext.
@@ -46,7 +48,10 @@ func (s *Sandbox) Exec(ctx context.Context, node string, argv ...string) (*labs.
 		if _, _, err := s.up(); err != nil {
 			return err
 		}
-		sp := spawnSpec{netns: info.NetNSPath, mountNS: lc.MountNS, hostname: node, group: g}
+		sp := spawnSpec{netns: info.NetNSPath, mountNS: lc.MountNS, hostname: node, group: g, leaf: clhost.ShellLeaf}
+		if lc.Workload {
+			sp.leaf = clhost.WorkloadLeaf
+		}
 		if err := spawn(lc.Cmd, sp, lc.Cmd.Start); err != nil {
 			return fmt.Errorf("exec %s on %s/%s: %w", argv[0], s.ID(), node, err)
 		}
@@ -82,7 +87,8 @@ type spawnSpec struct {
 	roBinds  [][2]string   // if learner: read-only bind mounts (source, target; directories or files)
 	scratch  [][2]string   // if learner: private writable tmpfs (path, size)
 	learner  bool          // private mounts, fresh /sys, no_new_privs, tight bounding set
-	group    *cgroup.Group // cgroup the process runs in
+	group    *cgroup.Group // the node's cgroup (a learner sees it at /sys/fs/cgroup)
+	leaf     string        // the leaf of group the process runs in: clhost.ShellLeaf or WorkloadLeaf
 }
 
 // learnerCaps are the capabilities a learner shell keeps (ambient, and the
@@ -119,7 +125,11 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 			}
 		}
 		// Open the cgroup's files before the mounts change (a learner's /sys is the node's).
-		pl, err := sp.group.Prepare(c.SysProcAttr)
+		leaf, err := sp.group.Sub(sp.leaf)
+		if err != nil {
+			return err
+		}
+		pl, err := leaf.Prepare(c.SysProcAttr)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/testlab"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
@@ -303,8 +304,8 @@ func TestExec(t *testing.T) {
 		t.Error("Exec without argv succeeded")
 	}
 	out := run(t, s, "node2", "cat", "/proc/self/cgroup")
-	if !strings.Contains(out, "/"+NodeCgroupPath(s.ID(), "node2")+"\n") {
-		t.Errorf("process not in the node's cgroup:\n%s", out)
+	if !strings.Contains(out, "/"+NodeCgroupPath(s.ID(), "node2")+"/"+clhost.ShellLeaf+"\n") {
+		t.Errorf("process not in the node's shell cgroup:\n%s", out)
 	}
 	self, _ := os.ReadFile("/proc/self/cgroup")
 	if strings.Contains(string(self), s.ID()) {

@@ -18,6 +18,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
 )
@@ -34,8 +35,8 @@ var ShellPath = "/bin/bash"
 //
 // The shell runs as the sandbox's learner uid with only CAP_NET_ADMIN and
 // CAP_NET_RAW (ambient, and nothing else in its bounding set; no_new_privs),
-// in the node's network namespace, in the node's cgroup (so the sandbox's pids
-// limit contains a fork bomb), with the node's name as hostname (the prompt
+// in the node's network namespace, in the node's cgroup (its shell leaf, above the
+// lab's workload in CPU weight; the sandbox's pids limit contains a fork bomb), with the node's name as hostname (the prompt
 // reads learner@node1:~$), in a new PID namespace with its own /proc (a learner
 // lists only the lab's processes; kernel lookups by pid, such as `ip link set X
 // netns 1`, reach only the shell's own) and a new IPC namespace, started by the
@@ -184,7 +185,7 @@ func writeRC(runDir, node, rc string) (string, error) {
 func learnerSpec(id, dataDir string, info NodeInfo, g *cgroup.Group, roBinds [][2]string, mountNS string) spawnSpec {
 	run := sandboxRunDir(id)
 	sp := spawnSpec{
-		netns: info.NetNSPath, hostname: info.Name, group: g, learner: true,
+		netns: info.NetNSPath, hostname: info.Name, group: g, leaf: clhost.ShellLeaf, learner: true,
 		binds: [][2]string{
 			{filepath.Join(run, "home"), "/home"},
 			{filepath.Join(run, "tmp"), "/tmp"},

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
 )
@@ -139,8 +140,8 @@ func TestLearnerShell(t *testing.T) {
 		if got := s.must("grep -E '^Cap(Eff|Bnd|Amb)' /proc/self/status"); strings.Count(got, "0000000000003000") != 3 {
 			t.Errorf("capabilities: want NET_ADMIN+NET_RAW (0x3000) effective, bounding and ambient:\n%s", got)
 		}
-		if got := s.must("cat /proc/self/cgroup"); !strings.Contains(got, "/"+NodeCgroupPath(id, "node1")+"\n") {
-			t.Errorf("shell is not in the node's cgroup:\n%s", got)
+		if got := s.must("cat /proc/self/cgroup"); !strings.Contains(got, "/"+NodeCgroupPath(id, "node1")+"/"+clhost.ShellLeaf+"\n") {
+			t.Errorf("shell is not in the node's shell cgroup:\n%s", got)
 		}
 		if got := strings.TrimSpace(s.must("stty size")); got != "30 100" {
 			t.Errorf("stty size = %q, want 30 100", got)
@@ -296,12 +297,12 @@ func TestLearnerShell(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		node, _ := cgroup.Open(NodeCgroupPath(id, "node1"))
+		shell, _ := cgroup.Open(NodeCgroupPath(id, "node1") + "/" + clhost.ShellLeaf)
 		// The kernel counts refused forks in pids.events ("max N") of the
 		// group whose limit was hit or of the forking task's group.
 		refused := func() int {
 			n := 0
-			for _, grp := range []*cgroup.Group{g, node} {
+			for _, grp := range []*cgroup.Group{g, shell} {
 				ev, _ := grp.Read("pids.events")
 				for _, line := range strings.Split(ev, "\n") {
 					if f := strings.Fields(line); len(f) == 2 && f[0] == "max" {

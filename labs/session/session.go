@@ -275,7 +275,13 @@ func (l *Lab) run() {
 		}
 	}
 	l.setStep(1, StepUp)
-	env, err := l.cfg.Provider.Up(ctx, s.Environment, l.cfg.TTL, func(step string) { l.log.Info("environment", "step", step) })
+	// ctx cuts Up short, but once up the environment lives until teardown has
+	// reverted the faults and taken it down: a backend that ends it with its
+	// context (a netns sandbox does) would race those reverts when the lab stops.
+	upCtx, endUp := context.WithCancel(context.WithoutCancel(ctx))
+	stopUp := context.AfterFunc(ctx, endUp)
+	env, err := l.cfg.Provider.Up(upCtx, s.Environment, l.cfg.TTL, func(step string) { l.log.Info("environment", "step", step) })
+	stopUp()
 	if err != nil {
 		l.fail(fmt.Errorf("the lab environment could not start: %w", err))
 		return

@@ -110,6 +110,9 @@ func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	if h.upErr != nil {
 		return nil, h.upErr
 	}
+	// A netns sandbox goes down by itself when the context it came up with ends; a
+	// lab must not end that context before its teardown has reverted the faults.
+	context.AfterFunc(ctx, func() { h.note("environment ended with its context") })
 	return fakeEnv{h}, nil
 }
 

@@ -49,26 +49,40 @@ func TestLabCh17MonitoringStraggler(t *testing.T) {
 			}
 			return s
 		}
+		// A window in which the job did not run (the chart's runs wait while another
+		// lab's graded run holds the host) shows nothing: scrape again, as a learner
+		// would look at the next minutes of the graphs.
 		first := map[string]scrape{}
 		for _, n := range FourNodes {
 			first[n] = read(n)
 		}
-		time.Sleep(window)
 		var second scrape
 		throttled := map[string]float64{}
-		for _, n := range FourNodes {
-			s := read(n)
-			if n == node {
-				second = s
+		for try := 1; ; try++ {
+			time.Sleep(window)
+			ran := true
+			next := map[string]scrape{}
+			for _, n := range FourNodes {
+				s := read(n)
+				next[n] = s
+				if n == node {
+					second = s
+				}
+				f := first[n].v
+				d := func(i int) float64 { return s.v[i] - f[i] }
+				throttled[n] = 0
+				if d(2) > 0 {
+					throttled[n] = d(3) / d(2)
+				}
+				ran = ran && d(0)+d(1) > 0
+				lr.T.Logf("%s: rdma0 %.1f Mbit/s, rdma1 %.1f Mbit/s, CFS periods %.0f, throttled %.0f (%.0f%%)",
+					n, d(0)*8/window.Seconds()/1e6, d(1)*8/window.Seconds()/1e6, d(2), d(3), 100*throttled[n])
 			}
-			f := first[n].v
-			d := func(i int) float64 { return s.v[i] - f[i] }
-			throttled[n] = 0
-			if d(2) > 0 {
-				throttled[n] = d(3) / d(2)
+			if ran || try == 4 {
+				break
 			}
-			lr.T.Logf("%s: rdma0 %.1f Mbit/s, rdma1 %.1f Mbit/s, CFS periods %.0f, throttled %.0f (%.0f%%)",
-				n, d(0)*8/window.Seconds()/1e6, d(1)*8/window.Seconds()/1e6, d(2), d(3), 100*throttled[n])
+			lr.T.Logf("window %d: the job sent nothing on some node; scraping the next window", try)
+			first = next
 		}
 		for _, n := range FourNodes {
 			// The rank also waits for its peers, so it does not hit its quota in every

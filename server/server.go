@@ -41,6 +41,11 @@ type Config struct {
 	// MetricsToken, when set, lets a scraper read /metrics with
 	// "Authorization: Bearer <token>"; without it only an admin's session can.
 	MetricsToken string
+	// Advertise is this replica's URL as the other replicas reach it
+	// (http://host:port). Set, it records the labs it starts in the store and
+	// forwards requests for the others' labs to them; empty, the server serves
+	// alone and forwards nothing.
+	Advertise string
 }
 
 func (c *Config) defaults() {
@@ -111,6 +116,8 @@ type Server struct {
 	live    *liveHub
 	bus     *liveBus
 	xlabs   examLabs
+	// replicas is nil unless Config.Advertise is set.
+	replicas *replicas
 }
 
 // New builds a server.
@@ -149,6 +156,11 @@ func New(cfg Config, d Deps) (*Server, error) {
 		live:    newLiveHub(),
 		xlabs:   examLabs{byLab: map[string]*examLab{}},
 	}
+	if cfg.Advertise != "" {
+		if s.replicas, err = newReplicas(cfg.Advertise, d.Store); err != nil {
+			return nil, err
+		}
+	}
 	s.bus = &liveBus{hub: s.live, log: d.Log}
 	if pg, ok := d.Store.(*store.Postgres); ok {
 		s.bus.pool = pg.Pool()
@@ -174,6 +186,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.sweepSessions(ctx)
 	go s.sweepAttempts(ctx)
 	go s.bus.listen(ctx)
+	go s.sweepLabOwners(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

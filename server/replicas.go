@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/server/store"
+)
+
+// Several replicas (commlab serve processes on one PostgreSQL database) can
+// serve behind one address. A lab belongs to the replica that started it: its
+// sandbox, shells and workload run on that replica's host. The store records
+// each lab's owner by its advertised URL, and a replica that gets a request for
+// a lab it does not run forwards the request there, websockets included. The
+// hop grants nothing: the owner checks the session cookie, the CSRF token and
+// the lab's learner as for any request.
+
+// hopHeader marks a request one replica forwarded to another. The receiver
+// serves it itself or says there is no such lab; it never forwards it again,
+// so replicas that disagree about an owner cannot bounce a request around.
+const hopHeader = "X-Commlab-Hop"
+
+// ownerKeep is how long a lab's owner stays recorded: longer than labs live.
+const ownerKeep = 24 * time.Hour
+
+var errOwnerGone = httpError{http.StatusBadGateway, "err.labowner", ""}
+
+// replicas is what a replica knows of the others: nil when it serves alone.
+type replicas struct {
+	self   string // this replica's advertised URL, as the others reach it
+	owners store.LabOwners
+	// hop carries forwarded requests. A dead owner fails fast; a grading (the
+	// slowest answer) has gradeTimeout.
+	hop http.RoundTripper
+}
+
+func newReplicas(advertise string, st store.Store) (*replicas, error) {
+	self, err := advertisedURL(advertise)
+	if err != nil {
+		return nil, err
+	}
+	owners, ok := st.(store.LabOwners)
+	if !ok {
+		return nil, fmt.Errorf("advertise %s: the store %T cannot record lab owners", self, st)
+	}
+	return &replicas{self: self, owners: owners, hop: &http.Transport{
+		Proxy:                 nil, // replicas reach each other directly, never through $HTTP_PROXY
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ResponseHeaderTimeout: gradeTimeout + 30*time.Second,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+	}}, nil
+}
+
+// advertisedURL checks a replica's address: http(s)://host:port, no path.
+func advertisedURL(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSuffix(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return "", fmt.Errorf("advertise %q: want the URL the other replicas reach this one at, e.g. http://10.0.0.5:8080", s)
+	}
+	return u.String(), nil
+}
+
+// startLab starts a lab for learner (ttl 0: the manager's) and, with replicas,
+// records this one as its owner. A lab the others could not find is stopped.
+func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+	l, err := s.labs.StartTTL(learner, v, ttl)
+	if err != nil || s.replicas == nil {
+		return l, err
+	}
+	if err := s.replicas.owners.SetLabOwner(ctx, &store.LabOwner{LabID: l.ID, LearnerID: learner, Replica: s.replicas.self}); err != nil {
+		l.Stop()
+		return nil, fmt.Errorf("lab %s: %w", l.ID, err)
+	}
+	return l, nil
+}
+
+// forwardLab sends a request for a lab that another replica runs to that
+// replica. It runs before the body is read (the owner reads it) and after the
+// session is loaded: only the lab's own learner is forwarded, anyone else gets
+// this replica's "no such lab".
+func (s *Server) forwardLab(c *gin.Context) {
+	r := s.replicas
+	u := userOf(c)
+	if r == nil || u == nil || c.GetHeader(hopHeader) != "" || !strings.HasPrefix(c.FullPath(), "/lab/:sid") {
+		c.Next()
+		return
+	}
+	id := c.Param("sid")
+	if s.labs != nil {
+		if _, err := s.labs.Get(u.ID, id); err == nil {
+			c.Next()
+			return
+		}
+	}
+	o, err := r.owners.LabOwner(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (o.LearnerID != u.ID || o.Replica == r.self) {
+		c.Next()
+		return
+	} else if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.proxyTo(c, o.Replica)
+	c.Abort()
+}
+
+// proxyTo hands the request to the replica at owner and copies back its
+// answer, or says the owner cannot be reached.
+func (s *Server) proxyTo(c *gin.Context, owner string) {
+	target, err := url.Parse(owner)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	p := &httputil.ReverseProxy{
+		Transport: s.replicas.hop,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the owner checks a websocket's Origin against it
+			pr.Out.Header.Set(hopHeader, s.replicas.self)
+		},
+		// The owner's headers replace this replica's (two CSPs would both apply).
+		ModifyResponse: func(*http.Response) error {
+			clear(c.Writer.Header())
+			return nil
+		},
+		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the learner left
+			}
+			s.log.Warn("lab owner unreachable", "owner", owner, "path", r.URL.Path, "err", err)
+			s.fail(c, errOwnerGone)
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	p.ServeHTTP(c.Writer, c.Request)
+}
+
+// sweepLabOwners forgets, every hour, the owners of labs started over a day ago.
+func (s *Server) sweepLabOwners(ctx context.Context) {
+	if s.replicas == nil {
+		return
+	}
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.replicas.owners.DeleteLabOwners(ctx, time.Now().Add(-ownerKeep)); err != nil {
+				s.log.Warn("delete old lab owners", "err", err)
+			}
+		}
+	}
+}

@@ -50,8 +50,9 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 	}
 	defer st.Close()
 
-	l := newLearner(t, front)
-	l.register("replica-learner@example.com")
+	newLearner(t, front).account("/register", "replica-learner@example.com")
+	l := newLearner(t, front) // another browser: logs in through nginx
+	l.account("/login", "replica-learner@example.com")
 	lab := l.startLab("ch01-tour")
 	id := strings.TrimPrefix(lab, "/lab/")
 	o, err := st.LabOwner(ctx, id)
@@ -65,6 +66,7 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 		t.Fatalf("owner of %s is %q, neither replica", id, o.Replica)
 	}
 	state := l.waitConfirmed(lab)
+	t.Logf("lab %s runs on %s (sandbox %s)", id, o.Replica, state.Sandbox)
 
 	// Round robin sends consecutive requests to alternate replicas: two
 	// terminals through nginx are one through each. Each replica directly too.
@@ -82,7 +84,7 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 	l.terminal(front, lab, "echo after-stop-$((6*7))", "after-stop-42")
 
 	// An answer through nginx is graded by the owner and stored.
-	code, body, _ := l.post(lab+"/submit", url.Values{"class": {"nic-rate-limited"}, "node": {"node1"}, "nic": {"rdma0"}})
+	code, body, _ := l.post(lab, lab+"/submit", url.Values{"class": {"nic-rate-limited"}, "node": {"node1"}, "nic": {"rdma0"}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("submit: %d\n%.500s", code, body)
 	}
@@ -307,14 +309,9 @@ func (l *learner) get(path string) (int, string, http.Header) {
 
 var csrfToken = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
-// post sends a form with the CSRF token of the page the form is on (path's
-// parent, or path itself for a page that posts to itself).
-func (l *learner) post(path string, form url.Values) (int, string, http.Header) {
+// post sends a form with the CSRF token of the page it is on.
+func (l *learner) post(page, path string, form url.Values) (int, string, http.Header) {
 	l.t.Helper()
-	page := path
-	if i := strings.LastIndex(path, "/"); i > 0 && !strings.HasSuffix(path, "/register") {
-		page = path[:i]
-	}
 	_, body, _ := l.get(page)
 	m := csrfToken.FindStringSubmatch(body)
 	if m == nil {
@@ -326,18 +323,19 @@ func (l *learner) post(path string, form url.Values) (int, string, http.Header) 
 	return l.do(req)
 }
 
-func (l *learner) register(email string) {
+// account registers email (password "correct horse battery") or logs it in.
+func (l *learner) account(page, email string) {
 	l.t.Helper()
-	code, body, _ := l.post("/register", url.Values{"email": {email}, "name": {"学员"}, "password": {"correct horse battery"}})
+	code, body, _ := l.post(page, page, url.Values{"email": {email}, "name": {"学员"}, "password": {"correct horse battery"}})
 	if code != http.StatusSeeOther {
-		l.t.Fatalf("register: %d\n%.300s", code, body)
+		l.t.Fatalf("%s %s: %d\n%.300s", page, email, code, body)
 	}
 }
 
 // startLab starts a scenario's lab and returns its page's path.
 func (l *learner) startLab(scenario string) string {
 	l.t.Helper()
-	code, body, h := l.post("/labs/"+scenario+"/start", url.Values{})
+	code, body, h := l.post("/labs/"+scenario, "/labs/"+scenario+"/start", url.Values{})
 	if code != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/lab/") {
 		l.t.Fatalf("start %s: %d %s\n%.300s", scenario, code, h.Get("Location"), body)
 	}

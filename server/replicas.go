@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
 
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
@@ -142,11 +144,33 @@ func (s *Server) proxyTo(c *gin.Context, owner string) {
 				return // the learner left
 			}
 			s.log.Warn("lab owner unreachable", "owner", owner, "path", r.URL.Path, "err", err)
-			s.fail(c, errOwnerGone)
+			s.ownerGone(c)
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	p.ServeHTTP(c.Writer, c.Request)
+}
+
+// ownerGone tells the learner that the lab's replica cannot be reached: as a
+// page or JSON, and on a websocket as the notice that ends it, so the terminal
+// shows it and neither the terminal nor the chart keeps reconnecting.
+func (s *Server) ownerGone(c *gin.Context) {
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		s.fail(c, errOwnerGone)
+		return
+	}
+	ws, err := upgradeWS(c, wsChartReadLimit)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	_ = ws.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+	if strings.HasSuffix(c.FullPath(), "/metrics/ws") {
+		_ = ws.WriteJSON(session.Sample{Type: "ended", T: float64(time.Now().UnixMilli()) / 1000})
+		return
+	}
+	b, _ := json.Marshal(gin.H{"type": "closed", "text": errOwnerGone.message(langOf(c))})
+	_ = ws.WriteMessage(websocket.TextMessage, b)
 }
 
 // sweepLabOwners forgets, every hour, the owners of labs started over a day ago.

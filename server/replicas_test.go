@@ -124,6 +124,10 @@ func TestReplicasForwardLabs(t *testing.T) {
 	if want := web.T("zh", "err.labowner"); code != http.StatusBadGateway || !strings.Contains(body, want) {
 		t.Errorf("GET %s with A gone: %d, want 502 and %q\n%.300s", lab, code, want, body)
 	}
+	// A terminal is told in its own words, and stops reconnecting ("closed").
+	if frames := strings.Join(b.ws(lab+"/term/node1/ws", nil), ""); !strings.Contains(frames, `"type":"closed"`) || !strings.Contains(frames, web.T("zh", "err.labowner")) {
+		t.Errorf("terminal with A gone: %q, want the closed notice", frames)
+	}
 	req, _ = http.NewRequest("GET", b.url+lab+"/state", nil)
 	req.Header.Set("Accept", "application/json")
 	req.AddCookie(&http.Cookie{Name: langCookie, Value: "en"})

@@ -108,15 +108,17 @@ func (s *Server) forwardLab(c *gin.Context) {
 		}
 	}
 	o, err := r.owners.LabOwner(c.Request.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && (o.LearnerID != u.ID || o.Replica == r.self) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		c.Next()
-		return
-	} else if err != nil {
+	case err != nil:
 		s.fail(c, err)
-		return
+	case o.LearnerID != u.ID || o.Replica == r.self:
+		c.Next() // someone else's lab, or one this replica has forgotten: "no such lab"
+	default:
+		s.proxyTo(c, o.Replica)
+		c.Abort()
 	}
-	s.proxyTo(c, o.Replica)
-	c.Abort()
 }
 
 // proxyTo hands the request to the replica at owner and copies back its

@@ -75,18 +75,73 @@ func advertisedURL(s string) (string, error) {
 	return u.String(), nil
 }
 
-// startLab starts a lab for learner (ttl 0: the manager's) and, with replicas,
-// records this one as its owner. A lab the others could not find is stopped.
+// startLab starts a lab for learner (ttl 0: the manager's). With replicas it
+// first refuses (session.ErrBusy) while the learner runs a lab on another
+// replica, then records this one as the lab's owner until the lab ends; a lab
+// the others could not find is stopped.
 func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+	r := s.replicas
+	if r != nil {
+		if err := r.busyElsewhere(ctx, learner); err != nil {
+			return nil, err
+		}
+	}
 	l, err := s.labs.StartTTL(learner, v, ttl)
-	if err != nil || s.replicas == nil {
+	if err != nil || r == nil {
 		return l, err
 	}
-	if err := s.replicas.owners.SetLabOwner(ctx, &store.LabOwner{LabID: l.ID, LearnerID: learner, Replica: s.replicas.self}); err != nil {
+	if err := r.owners.SetLabOwner(ctx, &store.LabOwner{LabID: l.ID, LearnerID: learner, Replica: r.self}); err != nil {
 		l.Stop()
 		return nil, fmt.Errorf("lab %s: %w", l.ID, err)
 	}
+	go func() {
+		<-l.Ended()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.owners.EndLab(ctx, l.ID); err != nil {
+			s.log.Warn("lab end not recorded", "lab", l.ID, "err", err)
+		}
+	}()
 	return l, nil
+}
+
+// busyElsewhere is session.ErrBusy while the learner runs a lab on another
+// replica that still answers (this replica's manager counts its own). A
+// replica that does not answer is gone, and its labs with it.
+func (r *replicas) busyElsewhere(ctx context.Context, learner int64) error {
+	running, err := r.owners.RunningLabs(ctx, learner)
+	if err != nil {
+		return err
+	}
+	for _, o := range running {
+		if o.Replica == r.self {
+			continue
+		}
+		if r.answers(ctx, o.Replica) {
+			return session.ErrBusy
+		}
+		if err := r.owners.EndReplicaLabs(ctx, o.Replica); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answers says whether the replica at base answers its /healthz within 2 s
+// (with any status: a replica whose store is down still runs its labs).
+func (r *replicas) answers(ctx context.Context, base string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := r.hop.RoundTrip(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
 }
 
 // forwardLab sends a request for a lab that another replica runs to that
@@ -177,9 +232,6 @@ func (s *Server) ownerGone(c *gin.Context) {
 
 // sweepLabOwners forgets, every hour, the owners of labs started over a day ago.
 func (s *Server) sweepLabOwners(ctx context.Context) {
-	if s.replicas == nil {
-		return
-	}
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {

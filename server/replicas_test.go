@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/labs/session"
@@ -58,8 +59,9 @@ func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
 }
 
 // TestReplicasForwardLabs: a lab started on replica A is served through replica
-// B (page, state, answers, terminal) for its learner only; B never forwards a
-// forwarded request, and says so when A is gone.
+// B (page, state, answers, terminal) for its learner only, who cannot start a
+// second lab on B; B never forwards a forwarded request, says so when A is
+// gone, and then lets the learner start anew.
 func TestReplicasForwardLabs(t *testing.T) {
 	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
 	if err != nil {
@@ -93,6 +95,11 @@ func TestReplicasForwardLabs(t *testing.T) {
 	}
 	if code, _, _ := b.do(alice, "POST", lab+"/check", url.Values{"class": {"nic-rate-limited"}}); code != http.StatusForbidden {
 		t.Errorf("check through B without a CSRF token: %d, want 403 (from A)", code)
+	}
+	// One running lab per learner holds across replicas: B refuses a second.
+	start := url.Values{"csrf_token": {b.csrf(alice, "/labs/ch01-tour")}}
+	if code, body, _ := b.do(alice, "POST", "/labs/ch01-tour/start", start); code != http.StatusConflict {
+		t.Errorf("a second lab through B: %d, want 409\n%.300s", code, body)
 	}
 	forwarded := a.hops.Load()
 	if forwarded < 6 {
@@ -131,6 +138,7 @@ func TestReplicasForwardLabs(t *testing.T) {
 	req, _ = http.NewRequest("GET", b.url+lab+"/state", nil)
 	req.Header.Set("Accept", "application/json")
 	req.AddCookie(&http.Cookie{Name: langCookie, Value: "en"})
+
 	resp, err := alice.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +147,25 @@ func TestReplicasForwardLabs(t *testing.T) {
 	resp.Body.Close()
 	if want := web.T("en", "err.labowner"); resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(j), want) {
 		t.Errorf("state with A gone: %d %s, want 502 and %q", resp.StatusCode, j, want)
+	}
+
+	// A's labs ended with it: alice starts anew on B.
+	lab2 := b.startLab("ch01-tour", nil)
+	if o, err := st.LabOwner(context.Background(), id); err != nil || o.EndedAt.IsZero() {
+		t.Errorf("A's lab after a start on B: %+v, %v; want it ended", o, err)
+	}
+	// A lab that ends is recorded as ended.
+	if code, body, _ := b.post(lab2+"/stop", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d\n%.300s", code, body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		o, err := st.LabOwner(context.Background(), strings.TrimPrefix(lab2, "/lab/"))
+		if err == nil && !o.EndedAt.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stopped lab not recorded as ended: %+v, %v", o, err)
+		}
 	}
 }
 

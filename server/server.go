@@ -186,7 +186,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.sweepSessions(ctx)
 	go s.sweepAttempts(ctx)
 	go s.bus.listen(ctx)
-	go s.sweepLabOwners(ctx)
+	if s.replicas != nil {
+		// The labs of this replica's previous run ended with it.
+		if err := s.replicas.owners.EndReplicaLabs(ctx, s.replicas.self); err != nil {
+			return err
+		}
+		go s.sweepLabOwners(ctx)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,6 +47,9 @@ type replicas struct {
 	// hop carries forwarded requests. A dead owner fails fast; a grading (the
 	// slowest answer) has gradeTimeout.
 	hop http.RoundTripper
+	// down is set when this replica shuts down, having recorded the end of
+	// all its labs (the store may be closed while their teardowns finish).
+	down atomic.Bool
 }
 
 func newReplicas(advertise string, st store.Store) (*replicas, error) {
@@ -96,6 +100,9 @@ func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Varia
 	}
 	go func() {
 		<-l.Ended()
+		if r.down.Load() {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := r.owners.EndLab(ctx, l.ID); err != nil {
@@ -228,6 +235,12 @@ func (s *Server) ownerGone(c *gin.Context) {
 	}
 	b, _ := json.Marshal(gin.H{"type": "closed", "text": errOwnerGone.message(langOf(c))})
 	_ = ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// endAll records that this replica's labs ended: at its start (those of its
+// previous run) and at its shutdown.
+func (r *replicas) endAll(ctx context.Context) error {
+	return r.owners.EndReplicaLabs(ctx, r.self)
 }
 
 // sweepLabOwners forgets, every hour, the owners of labs started over a day ago.

@@ -188,7 +188,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.bus.listen(ctx)
 	if s.replicas != nil {
 		// The labs of this replica's previous run ended with it.
-		if err := s.replicas.owners.EndReplicaLabs(ctx, s.replicas.self); err != nil {
+		if err := s.replicas.endAll(ctx); err != nil {
 			return err
 		}
 		go s.sweepLabOwners(ctx)
@@ -204,8 +204,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := hs.Shutdown(shutCtx)
-	// The labs end with the process: their commands stay with the attempts.
+	// The labs end with the process: their commands stay with the attempts, and
+	// the other replicas stop counting them.
 	s.keepExamCommands(shutCtx)
+	if s.replicas != nil {
+		s.replicas.down.Store(true)
+		if err := s.replicas.endAll(shutCtx); err != nil {
+			s.log.Warn("labs' end not recorded", "err", err)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -65,8 +65,7 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 	} else if o.Replica != "http://"+a.addr {
 		t.Fatalf("owner of %s is %q, neither replica", id, o.Replica)
 	}
-	state := l.waitConfirmed(lab)
-	t.Logf("lab %s runs on %s (sandbox %s)", id, o.Replica, state.Sandbox)
+	t.Logf("lab %s runs on %s (sandbox %s)", id, o.Replica, l.waitConfirmed(lab).Sandbox)
 
 	// Round robin sends consecutive requests to alternate replicas: two
 	// terminals through nginx are one through each. Each replica directly too.
@@ -99,10 +98,33 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 		t.Errorf("lab page after submit: %d, want 200 with the result\n%.300s", code, body)
 	}
 
-	// The owner's stop takes its sandbox with it.
+	// The graded lab ends (its teardown done, the end recorded); a new one runs
+	// when its replica stops, which takes the sandbox with it and records the end.
+	waitEnded(t, ctx, st, id)
+	again := l.startLab("ch01-tour")
+	sandbox := l.waitConfirmed(again).Sandbox
 	owner.stop(t)
-	if out, _ := exec.Command("ip", "netns", "list").Output(); state.Sandbox == "" || strings.Contains(string(out), "cl-"+state.Sandbox+"-") {
-		t.Errorf("sandbox %q of the lab remains after its replica stopped:\n%s", state.Sandbox, out)
+	if out, _ := exec.Command("ip", "netns", "list").Output(); sandbox == "" || strings.Contains(string(out), "cl-"+sandbox+"-") {
+		t.Errorf("sandbox %q of the lab remains after its replica stopped:\n%s", sandbox, out)
+	}
+	if o, err := st.LabOwner(ctx, strings.TrimPrefix(again, "/lab/")); err != nil || o.EndedAt.IsZero() {
+		t.Errorf("owner of %s after its replica stopped: %+v, %v; want it ended", again, o, err)
+	}
+}
+
+// waitEnded waits until the store records lab id's end.
+func waitEnded(t *testing.T, ctx context.Context, st store.LabOwners, id string) {
+	t.Helper()
+	for {
+		o, err := st.LabOwner(ctx, id)
+		if err == nil && !o.EndedAt.IsZero() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("end of lab %s not recorded: %+v, %v", id, o, err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

@@ -183,9 +183,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	go s.sweepSessions(ctx)
-	go s.sweepAttempts(ctx)
-	go s.bus.listen(ctx)
 	if s.replicas != nil {
 		// The labs of this replica's previous run ended with it.
 		if err := s.replicas.endAll(ctx); err != nil {
@@ -193,6 +190,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		go s.sweepLabOwners(ctx)
 	}
+	go s.sweepSessions(ctx)
+	go s.sweepAttempts(ctx)
+	go s.bus.listen(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -28,7 +28,8 @@ import (
 // each lab's owner by its advertised URL, and a replica that gets a request for
 // a lab it does not run forwards the request there, websockets included. The
 // hop grants nothing: the owner checks the session cookie, the CSRF token and
-// the lab's learner as for any request.
+// the lab's learner as for any request. The store also knows which labs still
+// run, so one running lab per learner holds across replicas.
 
 // hopHeader marks a request one replica forwarded to another. The receiver
 // serves it itself or says there is no such lab; it never forwards it again,

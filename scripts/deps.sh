@@ -23,8 +23,8 @@ pkgs=()
 for group in "$@"; do
   case "$group" in
     run)   pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm fonts-dejavu-core fonts-droid-fallback) ;; # fonts: certificate PDFs (server/certpdf.go)
-    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm fonts-dejavu-core fonts-droid-fallback chromium fonts-noto-cjk poppler-utils) ;; # Noto CJK: readable screenshots; pdftotext: certificate PDF test
-    bench) pkgs+=(nginx-light wrk openmpi-bin libopenmpi-dev gcc) ;; # Open MPI: scripts/bench-collective.sh
+    test)  pkgs+=(iproute2 nftables iperf3 ethtool iputils-ping tcpdump procps util-linux nodejs npm fonts-dejavu-core fonts-droid-fallback chromium fonts-noto-cjk poppler-utils nginx-light) ;; # Noto CJK: readable screenshots; pdftotext: certificate PDF test; nginx: the two-replica test
+    bench) pkgs+=(wrk openmpi-bin libopenmpi-dev gcc) ;; # Open MPI: scripts/bench-collective.sh
     *) echo "deps.sh: unknown group '$group' (want run, test or bench)" >&2; exit 2 ;;
   esac
 done
@@ -42,5 +42,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Tests start their own nginx: keep Debian from starting the packaged service (port 80).
+guard=; [[ -e /usr/sbin/policy-rc.d ]] || { guard=1; printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ $guard ]]; then rm -f /usr/sbin/policy-rc.d; fi

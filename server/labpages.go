@@ -188,7 +188,7 @@ func (s *Server) labStart(c *gin.Context) {
 	if prev, err := s.labs.Get(u.ID, c.PostForm("again")); err == nil && prev.Variant.Scenario.ID == sc.ID {
 		v = prev.Variant
 	}
-	l, err := s.labs.Start(u.ID, v)
+	l, err := s.startLab(c.Request.Context(), u.ID, v, 0)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return

@@ -31,6 +31,9 @@ const (
 func (s *Server) recoverer(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v) // a forwarded answer cut short (httputil.ReverseProxy): net/http drops the connection quietly
+			}
 			s.log.Error("panic", "path", c.Request.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			s.fail(c, fmt.Errorf("panic: %v", v))
 		}

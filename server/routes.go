@@ -14,7 +14,8 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	_ = r.SetTrustedProxies(nil) // ClientIP is the peer address unless a proxy is configured
 	r.HandleMethodNotAllowed = true
-	r.Use(s.recoverer, s.metrics.middleware, securityHeaders, s.limitBody, s.loadSession)
+	// forwardLab goes before limitBody and csrf: a forwarded body is read by its lab's replica.
+	r.Use(s.recoverer, s.metrics.middleware, securityHeaders, s.loadSession, s.forwardLab, s.limitBody)
 	r.Use(s.csrf.Middleware(csrfBinding))
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNotFound) })
 	r.NoMethod(func(c *gin.Context) {

@@ -41,6 +41,11 @@ type Config struct {
 	// MetricsToken, when set, lets a scraper read /metrics with
 	// "Authorization: Bearer <token>"; without it only an admin's session can.
 	MetricsToken string
+	// Advertise is this replica's URL as the other replicas reach it
+	// (http://host:port). Set, it records the labs it starts in the store and
+	// forwards requests for the others' labs to them; empty, the server serves
+	// alone and forwards nothing.
+	Advertise string
 }
 
 func (c *Config) defaults() {
@@ -111,6 +116,8 @@ type Server struct {
 	live    *liveHub
 	bus     *liveBus
 	xlabs   examLabs
+	// replicas is nil unless Config.Advertise is set.
+	replicas *replicas
 }
 
 // New builds a server.
@@ -149,6 +156,11 @@ func New(cfg Config, d Deps) (*Server, error) {
 		live:    newLiveHub(),
 		xlabs:   examLabs{byLab: map[string]*examLab{}},
 	}
+	if cfg.Advertise != "" {
+		if s.replicas, err = newReplicas(cfg.Advertise, d.Store); err != nil {
+			return nil, err
+		}
+	}
 	s.bus = &liveBus{hub: s.live, log: d.Log}
 	if pg, ok := d.Store.(*store.Postgres); ok {
 		s.bus.pool = pg.Pool()
@@ -171,6 +183,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	if s.replicas != nil {
+		// The labs of this replica's previous run ended with it.
+		if err := s.replicas.endAll(ctx); err != nil {
+			return err
+		}
+		go s.sweepLabOwners(ctx)
+	}
 	go s.sweepSessions(ctx)
 	go s.sweepAttempts(ctx)
 	go s.bus.listen(ctx)
@@ -185,8 +204,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := hs.Shutdown(shutCtx)
-	// The labs end with the process: their commands stay with the attempts.
+	// The labs end with the process: their commands stay with the attempts, and
+	// the other replicas stop counting them.
 	s.keepExamCommands(shutCtx)
+	if s.replicas != nil {
+		s.replicas.down.Store(true)
+		if err := s.replicas.endAll(shutCtx); err != nil {
+			s.log.Warn("labs' end not recorded", "err", err)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -419,7 +419,7 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 	if !ok {
 		return
 	}
-	l, err := s.labs.StartTTL(userOf(c).ID, v, w.LabTTL)
+	l, err := s.startLab(c.Request.Context(), userOf(c).ID, v, w.LabTTL)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return

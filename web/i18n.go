@@ -112,6 +112,7 @@ var messages = map[string]pair{
 	"err.labbusy":      {"你已经有一个实验在运行：先完成或停止它。", "You already have a lab running: finish or stop it first."},
 	"err.labcannot":    {"这台主机不能运行这个实验：%s", "This host cannot run this lab: %s"},
 	"err.labnotready":  {"实验尚未就绪或已经结束。", "The lab is not ready, or it has ended."},
+	"err.labowner":     {"运行这个实验的服务器副本连接不上（它可能已经停止，它上面的实验也随之结束）。请稍后重试，或重新开始实验；已经提交的答案不会丢失。", "The server replica that runs this lab cannot be reached (it may have stopped, and its labs with it). Try again shortly, or start the lab again; answers already submitted are kept."},
 	"err.needslinux":   {"实验需要 Linux：网络命名空间、tc、nftables 和 cgroup。这个构建可以浏览课程、做测验和考试的非实验部分，但不能启动实验。", "Labs need Linux: network namespaces, tc, nftables, cgroups. This build serves the course, quizzes and the non-lab parts of exams, but cannot start labs."},
 	"err.labsoff":      {"这台服务器上的实验没有启用：%s", "Labs are off on this server: %s"},
 	"err.login":        {"邮箱或密码不正确。", "Wrong email or password."},

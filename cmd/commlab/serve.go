@@ -23,6 +23,7 @@ import (
 	"github.com/commlab/commlab/labs/slurm"
 	"github.com/commlab/commlab/server"
 	"github.com/commlab/commlab/server/auth"
+	"github.com/commlab/commlab/server/store"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -54,7 +55,14 @@ on the cluster's compute nodes, one 'commlab agent' per node (docs/slurm.md);
 without it every lab runs on this host.
 
 /metrics is served to an admin's session, or with "Authorization: Bearer TOKEN"
-when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
+when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.
+
+Replicas: several serve processes with one PostgreSQL --store (and the same
+secret.key and cert.key) can serve behind one address. A lab runs on the replica
+that started it; with --advertise URL (the address the other replicas reach this
+one at) each replica records the labs it starts and forwards requests for the
+others' labs, terminal websockets included, to their replica. Without it the
+server serves alone and forwards nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -67,6 +75,9 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 				}
 			}
 			cfg.MetricsToken = os.Getenv("COMMLAB_METRICS_TOKEN")
+			if cfg.Advertise != "" && !store.IsPostgresURL(g.store) {
+				return errors.New("--advertise is for replicas that share one PostgreSQL database: give --store postgres://...")
+			}
 			ct, probs := loadContent(content)
 			if len(probs) > 0 {
 				return fmt.Errorf("the course has %d problem(s); fix them and run 'commlab content check':\n%s", len(probs), strings.Join(probs, "\n"))
@@ -125,6 +136,7 @@ when COMMLAB_METRICS_TOKEN=TOKEN is set in the server's environment.`,
 	cmd.Flags().StringVar(&content, "content", "", "serve the course from this directory and reload on change (for authors)")
 	cmd.Flags().BoolVar(&cfg.SecureCookies, "secure-cookies", false, "mark cookies Secure (set when serving behind HTTPS)")
 	cmd.Flags().StringVar(&config, "config", "", "server configuration file (YAML); a cluster section runs labs as Slurm jobs (docs/slurm.md)")
+	cmd.Flags().StringVar(&cfg.Advertise, "advertise", "", "this replica's URL as the other replicas reach it (http://host:port): forward requests for labs between replicas (needs a PostgreSQL --store)")
 	cmd.Flags().BoolVar(&allowHW, "allow-hardware-faults", false, "let labs apply hardware fault kinds (pcie-speed); unsafe on a machine others use")
 	return cmd
 }

@@ -7,12 +7,14 @@ import (
 )
 
 // DB is all a database gives commlab: accounts and progress, exams and
-// certificates, workshops. SQLite and Postgres both are one.
+// certificates, workshops, the replica of each lab. SQLite and Postgres both
+// are one.
 type DB interface {
 	Store
 	Exams
 	Certs
 	Workshops
+	LabOwners
 }
 
 var (

@@ -38,6 +38,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("Attempts", func(t *testing.T) { testAttempts(t, pgOpener(t)) })
 	t.Run("ExamSwitches", func(t *testing.T) { testExamSwitches(t, pgOpener(t)) })
 	t.Run("Workshops", func(t *testing.T) { testWorkshops(t, pgOpener(t)) })
+	t.Run("LabOwners", func(t *testing.T) { testLabOwners(t, pgOpener(t)) })
 
 	t.Run("ReplicasMigrateTogether", func(t *testing.T) {
 		// Replicas started at once all migrate the same empty database; the

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/server/store"
+)
+
+// Several replicas (commlab serve processes on one PostgreSQL database) can
+// serve behind one address. A lab belongs to the replica that started it: its
+// sandbox, shells and workload run on that replica's host. The store records
+// each lab's owner by its advertised URL, and a replica that gets a request for
+// a lab it does not run forwards the request there, websockets included. The
+// hop grants nothing: the owner checks the session cookie, the CSRF token and
+// the lab's learner as for any request. The store also knows which labs still
+// run, so one running lab per learner holds across replicas.
+
+// hopHeader marks a request one replica forwarded to another. The receiver
+// serves it itself or says there is no such lab; it never forwards it again,
+// so replicas that disagree about an owner cannot bounce a request around.
+const hopHeader = "X-Commlab-Hop"
+
+// ownerKeep is how long a lab's owner stays recorded: longer than labs live.
+const ownerKeep = 24 * time.Hour
+
+var errOwnerGone = httpError{http.StatusBadGateway, "err.labowner", ""}
+
+// replicas is what a replica knows of the others: nil when it serves alone.
+type replicas struct {
+	self   string // this replica's advertised URL, as the others reach it
+	owners store.LabOwners
+	// hop carries forwarded requests. A dead owner fails fast; a grading (the
+	// slowest answer) has gradeTimeout.
+	hop http.RoundTripper
+	// down is set when this replica shuts down, having recorded the end of
+	// all its labs (the store may be closed while their teardowns finish).
+	down atomic.Bool
+}
+
+func newReplicas(advertise string, st store.Store) (*replicas, error) {
+	self, err := advertisedURL(advertise)
+	if err != nil {
+		return nil, err
+	}
+	owners, ok := st.(store.LabOwners)
+	if !ok {
+		return nil, fmt.Errorf("advertise %s: the store %T cannot record lab owners", self, st)
+	}
+	return &replicas{self: self, owners: owners, hop: &http.Transport{
+		Proxy:                 nil, // replicas reach each other directly, never through $HTTP_PROXY
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ResponseHeaderTimeout: gradeTimeout + 30*time.Second,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+	}}, nil
+}
+
+// advertisedURL checks a replica's address: http(s)://host:port, no path.
+func advertisedURL(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSuffix(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return "", fmt.Errorf("advertise %q: want the URL the other replicas reach this one at, e.g. http://10.0.0.5:8080", s)
+	}
+	return u.String(), nil
+}
+
+// startLab starts a lab for learner (ttl 0: the manager's). With replicas it
+// first refuses (session.ErrBusy) while the learner runs a lab on another
+// replica, then records this one as the lab's owner until the lab ends; a lab
+// the others could not find is stopped.
+func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+	r := s.replicas
+	if r != nil {
+		if err := r.busyElsewhere(ctx, learner); err != nil {
+			return nil, err
+		}
+	}
+	l, err := s.labs.StartTTL(learner, v, ttl)
+	if err != nil || r == nil {
+		return l, err
+	}
+	if err := r.owners.SetLabOwner(ctx, &store.LabOwner{LabID: l.ID, LearnerID: learner, Replica: r.self}); err != nil {
+		l.Stop()
+		return nil, fmt.Errorf("lab %s: %w", l.ID, err)
+	}
+	go func() {
+		<-l.Ended()
+		if r.down.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.owners.EndLab(ctx, l.ID); err != nil {
+			s.log.Warn("lab end not recorded", "lab", l.ID, "err", err)
+		}
+	}()
+	return l, nil
+}
+
+// busyElsewhere is session.ErrBusy while the learner runs a lab on another
+// replica that still answers (this replica's manager counts its own). A
+// replica that does not answer is gone, and its labs with it.
+func (r *replicas) busyElsewhere(ctx context.Context, learner int64) error {
+	running, err := r.owners.RunningLabs(ctx, learner)
+	if err != nil {
+		return err
+	}
+	for _, o := range running {
+		if o.Replica == r.self {
+			continue
+		}
+		if r.answers(ctx, o.Replica) {
+			return session.ErrBusy
+		}
+		if err := r.owners.EndReplicaLabs(ctx, o.Replica); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answers says whether the replica at base answers its /healthz within 2 s
+// (with any status: a replica whose store is down still runs its labs).
+func (r *replicas) answers(ctx context.Context, base string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := r.hop.RoundTrip(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
+}
+
+// forwardLab sends a request for a lab that another replica runs to that
+// replica. It runs before the body is read (the owner reads it) and after the
+// session is loaded: only the lab's own learner is forwarded, anyone else gets
+// this replica's "no such lab".
+func (s *Server) forwardLab(c *gin.Context) {
+	r := s.replicas
+	u := userOf(c)
+	if r == nil || u == nil || c.GetHeader(hopHeader) != "" || !strings.HasPrefix(c.FullPath(), "/lab/:sid") {
+		c.Next()
+		return
+	}
+	id := c.Param("sid")
+	if s.labs != nil {
+		if _, err := s.labs.Get(u.ID, id); err == nil {
+			c.Next()
+			return
+		}
+	}
+	o, err := r.owners.LabOwner(c.Request.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		c.Next()
+	case err != nil:
+		s.fail(c, err)
+	case o.LearnerID != u.ID || o.Replica == r.self:
+		c.Next() // someone else's lab, or one this replica has forgotten: "no such lab"
+	default:
+		s.proxyTo(c, o.Replica)
+		c.Abort()
+	}
+}
+
+// proxyTo hands the request to the replica at owner and copies back its
+// answer, or says the owner cannot be reached.
+func (s *Server) proxyTo(c *gin.Context, owner string) {
+	target, err := url.Parse(owner)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	p := &httputil.ReverseProxy{
+		Transport: s.replicas.hop,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the owner checks a websocket's Origin against it
+			pr.Out.Header.Set(hopHeader, s.replicas.self)
+		},
+		// The owner's headers replace this replica's (two CSPs would both apply).
+		ModifyResponse: func(*http.Response) error {
+			clear(c.Writer.Header())
+			return nil
+		},
+		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the learner left
+			}
+			s.log.Warn("lab owner unreachable", "owner", owner, "path", r.URL.Path, "err", err)
+			s.ownerGone(c)
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	p.ServeHTTP(c.Writer, c.Request)
+}
+
+// ownerGone tells the learner that the lab's replica cannot be reached: as a
+// page or JSON, and on a websocket as the notice that ends it, so the terminal
+// shows it and neither the terminal nor the chart keeps reconnecting.
+func (s *Server) ownerGone(c *gin.Context) {
+	if !websocket.IsWebSocketUpgrade(c.Request) {
+		s.fail(c, errOwnerGone)
+		return
+	}
+	ws, err := upgradeWS(c, wsChartReadLimit)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	_ = ws.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+	if strings.HasSuffix(c.FullPath(), "/metrics/ws") {
+		_ = ws.WriteJSON(session.Sample{Type: "ended", T: float64(time.Now().UnixMilli()) / 1000})
+		return
+	}
+	b, _ := json.Marshal(gin.H{"type": "closed", "text": errOwnerGone.message(langOf(c))})
+	_ = ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// endAll records that this replica's labs ended: at its start (those of its
+// previous run) and at its shutdown.
+func (r *replicas) endAll(ctx context.Context) error {
+	return r.owners.EndReplicaLabs(ctx, r.self)
+}
+
+// sweepLabOwners forgets, every hour, the owners of labs started over a day ago.
+func (s *Server) sweepLabOwners(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.replicas.owners.DeleteLabOwners(ctx, time.Now().Add(-ownerKeep)); err != nil {
+				s.log.Warn("delete old lab owners", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/commlab/commlab/course"
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/server/store"
+	"github.com/commlab/commlab/web"
+)
+
+// replica is one server of a two-replica test: its own lab manager (on a fake
+// host), the store shared with the other.
+type replica struct {
+	*labEnv
+	hs *httptest.Server
+	// hops counts the requests another replica forwarded here.
+	hops atomic.Int64
+}
+
+func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
+	t.Helper()
+	lib, err := course.NewLibrary(fixture, course.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{hs: httptest.NewServer(nil)}
+	t.Cleanup(r.hs.Close)
+	host := &fakeHost{}
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr := session.NewManager(ctx, session.Config{Provider: host, Faults: host, DataDir: t.TempDir(), NoStream: true,
+		Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { mgr.Shutdown(); cancel() })
+	srv, err := New(Config{Advertise: r.hs.URL}, Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
+		Scenarios: catalog(t), Labs: mgr, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	r.hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get(hopHeader) != "" {
+			r.hops.Add(1)
+		}
+		h.ServeHTTP(w, req)
+	})
+	r.labEnv = &labEnv{testEnv: &testEnv{t: t, url: r.hs.URL, store: st, c: c}, host: host, mgr: mgr}
+	return r
+}
+
+// TestReplicasForwardLabs: a lab started on replica A is served through replica
+// B (page, state, answers, terminal) for its learner only, who cannot start a
+// second lab on B; B never forwards a forwarded request, says so when A is
+// gone, and then lets the learner start anew.
+func TestReplicasForwardLabs(t *testing.T) {
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice := newClient() // cookies ignore the port: one login holds on both replicas
+	a, b := startReplica(t, st, alice), startReplica(t, st, alice)
+	a.register(alice, "alice@example.com")
+	lab := a.startLab("ch01-tour", nil)
+	id := strings.TrimPrefix(lab, "/lab/")
+	if o, err := st.LabOwner(context.Background(), id); err != nil || o.Replica != a.hs.URL {
+		t.Fatalf("owner of %s = %+v, %v; want %s", id, o, err, a.hs.URL)
+	}
+
+	for path, want := range map[string]string{lab: "node1", lab + "/state": `"confirmed":true`, lab + "/commands": `"commands"`} {
+		if code, body, _ := b.do(alice, "GET", path, nil); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s through B: %d, want 200 and %s\n%.300s", path, code, want, body)
+		}
+	}
+	if _, _, h := b.do(alice, "GET", lab, nil); len(h.Values("Content-Security-Policy")) != 1 || h.Get("Content-Security-Policy") != labCSP() {
+		t.Errorf("lab page through B: CSP %q, want A's one policy %q", h.Values("Content-Security-Policy"), labCSP())
+	}
+	if frames := strings.Join(b.ws(lab+"/term/node1/ws", []byte("echo through-b\n")), ""); !strings.Contains(frames, "echo through-b") {
+		t.Errorf("terminal through B: %q, want the echo", frames)
+	}
+	// An answer through B: B's page gives the token (keys are shared), A grades.
+	tok := b.csrf(alice, lab)
+	if code, body, _ := b.do(alice, "POST", lab+"/check", url.Values{"csrf_token": {tok}, "class": {"nic-rate-limited"}}); code != http.StatusSeeOther {
+		t.Errorf("check through B: %d\n%.300s", code, body)
+	}
+	if code, _, _ := b.do(alice, "POST", lab+"/check", url.Values{"class": {"nic-rate-limited"}}); code != http.StatusForbidden {
+		t.Errorf("check through B without a CSRF token: %d, want 403 (from A)", code)
+	}
+	// One running lab per learner holds across replicas: B refuses a second.
+	start := url.Values{"csrf_token": {b.csrf(alice, "/labs/ch01-tour")}}
+	if code, body, _ := b.do(alice, "POST", "/labs/ch01-tour/start", start); code != http.StatusConflict {
+		t.Errorf("a second lab through B: %d, want 409\n%.300s", code, body)
+	}
+	forwarded := a.hops.Load()
+	if forwarded < 6 {
+		t.Errorf("A saw %d forwarded requests, want 6 or more", forwarded)
+	}
+
+	// Not forwarded: someone else's request for the lab, and a request that
+	// already made its hop.
+	bob := newClient()
+	b.register(bob, "bob@example.com")
+	if code, _, _ := b.do(bob, "GET", lab+"/state", nil); code != http.StatusNotFound {
+		t.Errorf("bob GET %s/state through B: %d, want 404", lab, code)
+	}
+	req, _ := http.NewRequest("GET", b.url+lab+"/state", nil)
+	req.Header.Set(hopHeader, "http://elsewhere")
+	if resp, err := alice.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a forwarded request for a lab B does not run: %v %v, want 404", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if n := a.hops.Load(); n != forwarded {
+		t.Errorf("A saw %d more forwarded requests, want none", n-forwarded)
+	}
+
+	// The owner gone: B says so, in a page and in JSON.
+	a.hs.CloseClientConnections()
+	a.hs.Close()
+	code, body, _ := b.do(alice, "GET", lab, nil)
+	if want := web.T("zh", "err.labowner"); code != http.StatusBadGateway || !strings.Contains(body, want) {
+		t.Errorf("GET %s with A gone: %d, want 502 and %q\n%.300s", lab, code, want, body)
+	}
+	// A terminal is told in its own words, and stops reconnecting ("closed").
+	if frames := strings.Join(b.ws(lab+"/term/node1/ws", nil), ""); !strings.Contains(frames, `"type":"closed"`) || !strings.Contains(frames, web.T("zh", "err.labowner")) {
+		t.Errorf("terminal with A gone: %q, want the closed notice", frames)
+	}
+	req, _ = http.NewRequest("GET", b.url+lab+"/state", nil)
+	req.Header.Set("Accept", "application/json")
+	req.AddCookie(&http.Cookie{Name: langCookie, Value: "en"})
+
+	resp, err := alice.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := web.T("en", "err.labowner"); resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(j), want) {
+		t.Errorf("state with A gone: %d %s, want 502 and %q", resp.StatusCode, j, want)
+	}
+
+	// A's labs ended with it: alice starts anew on B.
+	lab2 := b.startLab("ch01-tour", nil)
+	if o, err := st.LabOwner(context.Background(), id); err != nil || o.EndedAt.IsZero() {
+		t.Errorf("A's lab after a start on B: %+v, %v; want it ended", o, err)
+	}
+	// A lab that ends is recorded as ended.
+	if code, body, _ := b.post(lab2+"/stop", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d\n%.300s", code, body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		o, err := st.LabOwner(context.Background(), strings.TrimPrefix(lab2, "/lab/"))
+		if err == nil && !o.EndedAt.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stopped lab not recorded as ended: %+v, %v", o, err)
+		}
+	}
+}
+
+// TestSingleServerRecordsNoOwner: without Advertise nothing is recorded.
+func TestSingleServerRecordsNoOwner(t *testing.T) {
+	e := newLabEnv(t)
+	e.register(e.c, "solo@example.com")
+	lab := e.startLab("ch01-tour", nil)
+	if o, err := e.store.(store.LabOwners).LabOwner(context.Background(), strings.TrimPrefix(lab, "/lab/")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("owner recorded without Advertise: %+v, %v", o, err)
+	}
+}
+
+func TestAdvertisedURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8081": "http://127.0.0.1:8081", "https://a.example:443/": "https://a.example:443",
+		"127.0.0.1:8081": "", "http://a/x": "", "ftp://a": "", "http://u@a:1": "", "http://": "",
+	} {
+		got, err := advertisedURL(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("advertisedURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

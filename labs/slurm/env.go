@@ -55,7 +55,7 @@ func (p *Provider) Check(env scenarios.Environment) error {
 
 // Up implements session.Provider: it submits the lab's job, tells progress the
 // queue state whenever it changes, and returns once every node's agent is in.
-func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(session.Progress)) (session.Env, error) {
 	if err := p.Check(env); err != nil {
 		return nil, err
 	}
@@ -136,11 +136,11 @@ func (e *Env) watch(poll, grace time.Duration) {
 }
 
 // wait polls squeue until every agent has said hello, or the job has ended.
-func (e *Env) wait(ctx context.Context, progress func(string)) error {
+func (e *Env) wait(ctx context.Context, progress func(session.Progress)) error {
 	last := ""
 	for {
 		if len(e.hub.Connected(e.lab)) == len(e.nodes) {
-			progress(fmt.Sprintf("Slurm job %s: %d node agents connected", e.job, len(e.nodes)))
+			progress(session.Progress{Note: fmt.Sprintf("Slurm job %s: %d node agents connected", e.job, len(e.nodes))})
 			return nil
 		}
 		q, err := Queue(ctx, e.job)
@@ -151,7 +151,7 @@ func (e *Env) wait(ctx context.Context, progress func(string)) error {
 			return fmt.Errorf("Slurm job %s ended (%s) before its agents connected", e.job, q.State)
 		}
 		if s := q.String(); s != last {
-			progress(s)
+			progress(session.Progress{Note: s, Queue: q.Waiting()})
 			last = s
 		}
 		select {

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http/httptest"
@@ -59,9 +60,9 @@ func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []s
 	defer cancel()
 	var mu sync.Mutex
 	var steps []string
-	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, ttl, func(s string) {
+	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, ttl, func(s session.Progress) {
 		mu.Lock()
-		steps = append(steps, s)
+		steps = append(steps, s.Note)
 		mu.Unlock()
 	})
 	if err != nil {
@@ -158,24 +159,27 @@ func TestTwoNodeLab(t *testing.T) {
 	// and where it stands, and giving up cancels its job.
 	p2 := provider(t, exe, 0)
 	wctx, giveUp := context.WithCancel(ctx)
-	steps2 := make(chan string, 16)
+	steps2 := make(chan session.Progress, 16)
 	upErr := make(chan error, 1)
 	go func() {
-		_, err := p2.Up(wctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s string) { steps2 <- s })
+		_, err := p2.Up(wctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s session.Progress) { steps2 <- s })
 		upErr <- err
 	}()
 	// squeue says "None" until the scheduler has looked at the job.
-	want := "Slurm job pending (Resources), position 1 in the queue"
-	var seen []string
-	for wait := time.After(30 * time.Second); len(seen) == 0 || seen[len(seen)-1] != want; {
+	want := session.Queue{Position: 1, Reason: "Resources"}
+	var seen []session.Progress
+	for wait := time.After(30 * time.Second); len(seen) == 0 || seen[len(seen)-1].Queue == nil || *seen[len(seen)-1].Queue != want; {
 		select {
 		case s := <-steps2:
 			seen = append(seen, s)
 		case err := <-upErr:
 			t.Fatalf("second lab: %v, want it to wait", err)
 		case <-wait:
-			t.Fatalf("the waiting lab showed %q, never %q", seen, want)
+			t.Fatalf("the waiting lab showed %+v, never %+v", seen, want)
 		}
+	}
+	if note := seen[len(seen)-1].Note; note != "Slurm job pending (Resources), position 1 in the queue" {
+		t.Errorf("log note %q", note)
 	}
 	giveUp()
 	if err := <-upErr; !errors.Is(err, context.Canceled) {
@@ -427,6 +431,34 @@ func TestServePath(t *testing.T) {
 	}
 	if bw, err := l.Measure(ctx); err != nil || bw <= 0 {
 		t.Errorf("workload on the Slurm node: %v GB/s, %v", bw, err)
+	}
+
+	// A second learner's lab waits while this one holds both nodes: its status
+	// (the lab page's JSON) says where it stands in the queue and why.
+	waiting, err := m.Start(2, sc.Draw(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.Queue{Position: 1, Reason: "Resources"}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st := waiting.Status()
+		if st.Queue != nil && *st.Queue == want {
+			if st.Step != session.StepQueued {
+				t.Errorf("queued lab's step %q", st.Step)
+			}
+			break
+		}
+		if time.Now().After(deadline) || st.State != session.Starting {
+			t.Fatalf("the waiting lab's status never showed %+v: %+v", want, st)
+		}
+	}
+	if b, _ := json.Marshal(waiting.Status()); !strings.Contains(string(b), `"queue":{"position":1,"reason":"Resources"}`) {
+		t.Errorf("status JSON of the waiting lab: %s", b)
+	}
+	waiting.Stop()
+	waiting.Wait()
+	if out, _ := exec.Command("squeue", "--noheader", "--format=%i").Output(); strings.TrimSpace(string(out)) != job {
+		t.Errorf("queued jobs %q, want only %s: the stopped waiting lab's job was not cancelled", out, job)
 	}
 	l.Stop()
 	l.Wait()

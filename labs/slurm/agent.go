@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,8 +76,12 @@ type Agent struct {
 	Job             string // SLURM_JOB_ID
 	Index           int    // this node's place in the lab (SLURM_NODEID)
 	Topology        string // the scenario's topology; empty: one NIC, eth0
-	Injector        *injector.Injector
-	Log             *slog.Logger
+	// TLS is how a wss:// server is trusted (EnvCA or EnvPin; nil: the
+	// system's roots); CA is EnvCA's file, for errors.
+	TLS      *tls.Config
+	CA       string
+	Injector *injector.Injector
+	Log      *slog.Logger
 	// Retry is the pause between reconnection attempts (default 1 s).
 	Retry time.Duration
 
@@ -86,7 +91,8 @@ type Agent struct {
 
 // AgentFromEnv reads the agent's lab from the job step's environment.
 func AgentFromEnv(getenv func(string) string) (*Agent, error) {
-	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID"), Topology: getenv(EnvTopology)}
+	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID"), Topology: getenv(EnvTopology),
+		CA: getenv(EnvCA)}
 	var miss []string
 	for _, k := range []string{EnvURL, EnvToken, EnvLab, EnvNodes, "SLURM_JOB_ID", "SLURM_NODEID"} {
 		if getenv(k) == "" {
@@ -108,6 +114,9 @@ func AgentFromEnv(getenv func(string) string) (*Agent, error) {
 	if _, err := strconv.ParseUint(a.Job, 10, 32); err != nil {
 		return nil, fmt.Errorf("SLURM_JOB_ID %q: want a number", a.Job)
 	}
+	if a.TLS, err = agentTLS(a.CA, getenv(EnvPin)); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -117,7 +126,7 @@ func (a *Agent) target() injector.Target { return NodeTarget(a.Job, a.Node) }
 
 // Run builds the node's sandbox, serves the server until ctx ends (the job step
 // is signalled), reconnecting after every drop, and then reverts this node's
-// faults and removes its sandbox.
+// faults and removes its sandbox. A server it does not trust ends it at once.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.Retry <= 0 {
 		a.Retry = time.Second
@@ -131,6 +140,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		err := a.serve(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, ErrUntrusted) {
+			return err // the job ends, and the lab waiting for it fails
 		}
 		a.Log.Warn("agent: connection to the server lost; reconnecting", "err", err, "in", a.Retry)
 		select {
@@ -237,12 +249,14 @@ func (a *Agent) dial(ctx context.Context, stream string) (*websocket.Conn, error
 	}
 	u.RawQuery = q.Encode()
 	hdr := http.Header{tokenHeader: {"Bearer " + a.Token}}
-	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, u.String(), hdr)
+	d := *websocket.DefaultDialer
+	d.TLSClientConfig = a.TLS
+	ws, resp, err := d.DialContext(ctx, u.String(), hdr)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("dial %s: %w (HTTP %s)", a.URL, err, resp.Status)
 		}
-		return nil, fmt.Errorf("dial %s: %w", a.URL, err)
+		return nil, fmt.Errorf("dial %s: %w", a.URL, a.dialError(err))
 	}
 	ws.SetReadLimit(maxFrame)
 	return ws, nil

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -32,6 +33,9 @@ type Provider struct {
 	// Agent is the commlab binary on the nodes; empty means Config.Agent, then
 	// this executable.
 	Agent string
+	// AgentEnv is added to the agents' environment (how they trust a TLS
+	// server: EnvCA or EnvPin).
+	AgentEnv map[string]string
 	// Poll is how often a running lab's job is looked up in squeue (default
 	// 5 s); AgentGrace how long a node's agent may stay away before the lab is
 	// lost (default 30 s: it redials every second).
@@ -80,10 +84,12 @@ func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	}
 	e := &Env{hub: p.Hub, lab: lab, nodes: nodes, lost: make(chan error, 1), done: make(chan struct{})}
 	script := p.Config.Script(JobSpec{Lab: lab, Nodes: nodes, GPUs: env.GPUs, TTL: ttl, Agent: agent})
-	e.job, err = submit(ctx, script, map[string]string{
+	jobEnv := map[string]string{
 		EnvURL: p.Config.AgentURL, EnvToken: token, EnvLab: lab, EnvNodes: strings.Join(nodes, ","),
 		EnvTopology: env.Topology,
-	})
+	}
+	maps.Copy(jobEnv, p.AgentEnv)
+	e.job, err = submit(ctx, script, jobEnv)
 	if err != nil {
 		p.Hub.Forget(lab)
 		return nil, err
@@ -112,11 +118,7 @@ func (e *Env) watch(poll, grace time.Duration) {
 		q, err := Queue(ctx, e.job)
 		cancel()
 		if err == nil && q.Gone() {
-			why := "no longer listed by squeue"
-			if q.State != "" {
-				why = q.State
-			}
-			e.lost <- fmt.Errorf("its Slurm job %s ended (%s)", e.job, why)
+			e.lost <- fmt.Errorf("its Slurm job %s ended (%s)", e.job, q.end())
 			return
 		}
 		in := e.hub.Connected(e.lab)
@@ -148,7 +150,7 @@ func (e *Env) wait(ctx context.Context, progress func(session.Progress)) error {
 			return err
 		}
 		if q.Gone() {
-			return fmt.Errorf("Slurm job %s ended (%s) before its agents connected", e.job, q.State)
+			return fmt.Errorf("Slurm job %s ended (%s) before its agents connected", e.job, q.end())
 		}
 		if s := q.String(); s != last {
 			progress(session.Progress{Note: s, Queue: q.Waiting()})

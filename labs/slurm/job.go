@@ -154,6 +154,14 @@ func (q QueueState) Gone() bool {
 	return false
 }
 
+// end is how a gone job ended, as far as squeue still knows.
+func (q QueueState) end() string {
+	if q.State == "" {
+		return "no longer listed by squeue"
+	}
+	return q.State
+}
+
 // Waiting is the job's place in the queue for the lab page, nil unless pending.
 func (q QueueState) Waiting() *session.Queue {
 	if q.State != "PENDING" {

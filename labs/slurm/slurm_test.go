@@ -358,13 +358,8 @@ evidence:
 debrief: d
 `
 
-// TestServePath: a lab through what 'commlab serve --config' runs (slurm.Labs:
-// the session manager, the agent listener, the Slurm provider): the fault goes
-// in through node2's agent, the learner's terminal on node2 is a shell there as
-// nobody that shows it, the workload runs and measures, and stopping leaves
-// nothing. A second lab whose job is cancelled under it is marked lost.
-func TestServePath(t *testing.T) {
-	exe := requireSlurm(t)
+func parseServeScenario(t *testing.T) *scenarios.Scenario {
+	t.Helper()
 	sc, probs := scenarios.Parse("t-slurm.yaml", []byte(serveScenario), scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {
 			t, err := topology.Builtin(name)
@@ -377,6 +372,17 @@ func TestServePath(t *testing.T) {
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
+	return sc
+}
+
+// TestServePath: a lab through what 'commlab serve --config' runs (slurm.Labs:
+// the session manager, the agent listener, the Slurm provider): the fault goes
+// in through node2's agent, the learner's terminal on node2 is a shell there as
+// nobody that shows it, the workload runs and measures, and stopping leaves
+// nothing. A second lab whose job is cancelled under it is marked lost.
+func TestServePath(t *testing.T) {
+	exe := requireSlurm(t)
+	sc := parseServeScenario(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -493,5 +499,63 @@ func TestServePath(t *testing.T) {
 	}
 	if left := leftovers(job2); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
+	}
+}
+
+// TestTLSLab: with cluster.tls the agents of a real Slurm job reach the agent
+// listener over TLS, trusting the CA file named in their job's environment;
+// agents told another CA exit at once, and the lab fails instead of waiting.
+func TestTLSLab(t *testing.T) {
+	exe := requireSlurm(t)
+	sc := parseServeScenario(t)
+	ca, other := newTestCA(t, "commlab-test-ca"), newTestCA(t, "someone-else")
+	cert, key := ca.server(t)
+	for _, tt := range []struct {
+		name, ca, failure string
+	}{
+		{"the CA", ca.File, ""},
+		{"another CA", other.File, "before its agents connected"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			c := &Config{Partition: "commlab", AgentURL: "wss://" + addr + "/agent", Agent: exe, TLS: &TLSConfig{Cert: cert, Key: key, CA: tt.ca}}
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			m, err := Labs(ctx, c, t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Shutdown()
+			l, err := m.Start(1, sc.Draw(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-l.Up():
+				if tt.failure != "" {
+					t.Fatalf("lab up with agents told %s", tt.name)
+				}
+				job := strings.TrimPrefix(l.Status().Sandbox, "j")
+				l.Stop()
+				l.Wait()
+				if left := leftovers(job); len(left) > 0 {
+					t.Errorf("left behind: %q", left)
+				}
+			case <-l.Ended():
+				if st := l.Status(); tt.failure == "" || !strings.Contains(st.Failure, tt.failure) {
+					t.Fatalf("lab ended: %+v, want %q", st, tt.failure)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("lab neither up nor failed: %+v", l.Status())
+			}
+		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/topology"
 )
 
@@ -39,9 +40,12 @@ func JobDataDir(job string) string { return filepath.Join(DataRoot, "job-"+job) 
 // reach.
 func SandboxID(job string) string { return host.SlurmSandboxID(job) }
 
-// NodeTarget is where the injector applies a fault on node of job.
+// NodeTarget is where the injector applies a fault on node of job. The node's
+// etc directory (env-force's profile.d) is in the job's data directory, which
+// the epilog removes.
 func NodeTarget(job, node string) injector.Target {
-	return injector.Target{Sandbox: SandboxID(job), Node: node, NetNS: host.SlurmNetNSName(job, node)}
+	return injector.Target{Sandbox: SandboxID(job), Node: node, NetNS: host.SlurmNetNSName(job, node),
+		EtcDir: filepath.Join(JobDataDir(job), "nodes", node, "etc")}
 }
 
 // RemoveJobNetNS deletes every namespace of job on this node (cls-<job>-*) and
@@ -184,6 +188,10 @@ func (a *Agent) up(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the node's NICs: %w", err)
 	}
+	// The node's profile.d, shown to its commands (inNode), empty until a fault writes there.
+	if err := os.MkdirAll(labs.ProfileD(a.target().NodeEtc())[0], 0o755); err != nil {
+		return fmt.Errorf("build the node's sandbox: %w", err)
+	}
 	ns := a.netns()
 	steps := [][]string{
 		{"ip", "netns", "add", ns},
@@ -303,7 +311,7 @@ func (a *Agent) handle(ctx context.Context, req Frame) Frame {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, "ip", append([]string{"netns", "exec", a.netns()}, req.Argv...)...)
+		cmd := a.inNode(cctx, req.Argv...)
 		var out capped
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -358,6 +366,20 @@ func (a *Agent) owns(id string) error {
 		}
 	}
 	return fmt.Errorf("no live fault %s", id)
+}
+
+// enterNode runs in the node's mount namespace (ip netns exec makes one, its
+// mounts private): it shows the node's profile.d ($0) over /etc/profile.d,
+// read-only, and execs the command.
+const enterNode = `mount --bind -o ro -- "$0" /etc/profile.d && exec "$@"`
+
+// inNode is argv in the node's sandbox, as root: its network namespace, and
+// the node's profile scripts at /etc/profile.d, as the local backend's shells
+// see them (labs.ProfileD). Each step execs the next: argv's parent is the
+// agent.
+func (a *Agent) inNode(ctx context.Context, argv ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", a.netns(), "sh", "-c", enterNode,
+		labs.ProfileD(a.target().NodeEtc())[0]}, argv...)...)
 }
 
 // capped keeps the first maxOutput bytes written to it.

@@ -559,3 +559,92 @@ func TestTLSLab(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvForceProfile: an env-force fault on a Slurm node is where the local
+// backend's learner finds it: the node's commands see the script at
+// /etc/profile.d, its learner shell has the variable (it reads /etc/profile as
+// a login does), and the other node and the host's own /etc/profile.d show
+// nothing of it.
+func TestEnvForceProfile(t *testing.T) {
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, _, err := e.Apply(ctx, "node2", "env-force", map[string]string{"vars": "NCCL_IB_DISABLE=1", "where": "profile.d"}, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, e, "node2", "cat", "/etc/profile.d/nccl.sh"); !strings.Contains(out, "export NCCL_IB_DISABLE=1") {
+		t.Errorf("node2's /etc/profile.d/nccl.sh:\n%s", out)
+	}
+	if out := run(t, e, "node1", "ls", "-A", "/etc/profile.d"); strings.TrimSpace(out) != "" {
+		t.Errorf("node1's /etc/profile.d: %q, want it empty", out)
+	}
+	if _, err := os.Stat("/etc/profile.d/nccl.sh"); !os.IsNotExist(err) {
+		t.Errorf("the host's /etc/profile.d/nccl.sh: %v, want none", err)
+	}
+	for node, want := range map[string]string{"node2": "IB=[1] uid=65534", "node1": "IB=[] uid=65534"} {
+		if got := shellSays(t, e, node, `echo "IB=[$NCCL_IB_DISABLE] uid=$(id -u)"`, want); !strings.Contains(got, want) {
+			t.Errorf("%s's learner shell:\n%s\nwant %q", node, got, want)
+		}
+	}
+	if err := e.Revert(ctx, "node2", id); err != nil {
+		t.Fatal(err)
+	}
+	if got := shellSays(t, e, "node2", `echo "IB=[$NCCL_IB_DISABLE]"`, "IB=[]"); !strings.Contains(got, "IB=[]") {
+		t.Errorf("node2's learner shell after the revert:\n%s", got)
+	}
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
+
+// shellSays opens a learner shell on node, types line and returns what the
+// terminal showed until want appeared (or 30 s passed).
+func shellSays(t *testing.T, e *Env, node, line, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sh, err := e.Shell(ctx, node, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if _, err := sh.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		buf := make([]byte, 4096)
+		for {
+			n, err := sh.Read(buf)
+			if n > 0 {
+				select {
+				case out <- string(buf[:n]):
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var seen string
+	for !strings.Contains(seen, want) {
+		select {
+		case s, ok := <-out:
+			if !ok {
+				return seen
+			}
+			seen += s
+		case <-ctx.Done():
+			return seen
+		}
+	}
+	return seen
+}

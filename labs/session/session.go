@@ -175,6 +175,9 @@ type Lab struct {
 	step      string
 	progress  [2]int
 	queue     *Queue
+	// queuedAt is when the environment entered its queue: the lab's clock
+	// stands still from then until it leaves.
+	queuedAt time.Time
 	failure   string
 	env       Env
 	lost      bool
@@ -280,13 +283,22 @@ func (l *Lab) setStep(n int, step string) {
 }
 
 // upProgress follows the environment's start-up: its notes go to the log, its
-// queue state to Status.
+// queue state to Status. The lab's clock stands still while it waits in the
+// queue: its TTL is the job's time limit, which runs from the job's start.
 func (l *Lab) upProgress(p Progress) {
 	if p.Note != "" {
 		l.log.Info("environment", "step", p.Note)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch {
+	case p.Queue != nil && l.queue == nil:
+		l.expiry.Stop()
+		l.queuedAt = time.Now()
+	case p.Queue == nil && l.queue != nil:
+		l.expires = l.expires.Add(time.Since(l.queuedAt))
+		l.expiry.Reset(time.Until(l.expires))
+	}
 	l.queue, l.step = p.Queue, StepUp
 	if p.Queue != nil {
 		l.step = StepQueued
@@ -607,6 +619,7 @@ func (l *Lab) Status() Status {
 	if l.queue != nil {
 		q := *l.queue
 		st.Queue = &q
+		st.Expires = l.expires.Add(time.Since(l.queuedAt)) // the clock stands still
 	}
 	select {
 	case <-l.confirmed:

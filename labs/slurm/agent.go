@@ -369,17 +369,17 @@ func (a *Agent) owns(id string) error {
 }
 
 // enterNode runs in the node's mount namespace (ip netns exec makes one, its
-// mounts private): it shows the node's profile.d ($0) over /etc/profile.d,
-// read-only, and execs the command.
-const enterNode = `mount --bind -o ro -- "$0" /etc/profile.d && exec "$@"`
+// mounts private): it shows directory $0 at $1, read-only, and execs the
+// command.
+const enterNode = `mount --bind -o ro -- "$0" "$1" && shift && exec "$@"`
 
 // inNode is argv in the node's sandbox, as root: its network namespace, and
 // the node's profile scripts at /etc/profile.d, as the local backend's shells
 // see them (labs.ProfileD). Each step execs the next: argv's parent is the
 // agent.
 func (a *Agent) inNode(ctx context.Context, argv ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", a.netns(), "sh", "-c", enterNode,
-		labs.ProfileD(a.target().NodeEtc())[0]}, argv...)...)
+	bind := labs.ProfileD(a.target().NodeEtc())
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", a.netns(), "sh", "-c", enterNode, bind[0], bind[1]}, argv...)...)
 }
 
 // capped keeps the first maxOutput bytes written to it.

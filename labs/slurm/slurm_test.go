@@ -563,8 +563,8 @@ func TestTLSLab(t *testing.T) {
 // TestEnvForceProfile: an env-force fault on a Slurm node is where the local
 // backend's learner finds it: the node's commands see the script at
 // /etc/profile.d, its learner shell has the variable (it reads /etc/profile as
-// a login does), and the other node and the host's own /etc/profile.d show
-// nothing of it.
+// a login does), its workload's ranks get it, and the other node and the
+// host's own /etc/profile.d show nothing of it.
 func TestEnvForceProfile(t *testing.T) {
 	exe := requireSlurm(t)
 	e, _, _ := lab(t, exe)
@@ -582,6 +582,15 @@ func TestEnvForceProfile(t *testing.T) {
 	}
 	if _, err := os.Stat("/etc/profile.d/nccl.sh"); !os.IsNotExist(err) {
 		t.Errorf("the host's /etc/profile.d/nccl.sh: %v, want none", err)
+	}
+	// The workload's ranks on node2 get the variable, as the local backend's do.
+	var log strings.Builder
+	w := &scenarios.Workload{Bench: []string{"all_reduce", "-b", "64K", "-e", "64K", "-n", "1", "-w", "0"}, Hosts: []string{"node2:2"}}
+	if _, err := e.Workload(ctx, w, []string{"NCCL_DEBUG=INFO"}, &log); err != nil {
+		t.Errorf("workload on node2: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "NCCL_IB_DISABLE set by environment to 1.") {
+		t.Errorf("the workload on node2 does not show the forced variable:\n%s", log.String())
 	}
 	for node, want := range map[string]string{"node2": "IB=[1] uid=65534", "node1": "IB=[] uid=65534"} {
 		if got := shellSays(t, e, node, `echo "IB=[$NCCL_IB_DISABLE] uid=$(id -u)"`, want); !strings.Contains(got, want) {

@@ -23,7 +23,7 @@ func TestQueueText(t *testing.T) {
 		{session.Queue{Reason: "None"}, "正在排队。原因：None（调度器还没有评估", "Waiting in the queue. Reason: None (the scheduler has not looked"},
 		{session.Queue{Reason: ""}, "原因：None（", "Reason: None ("},
 		{session.Queue{Position: 3, Reason: "ReqNodeNotAvail, UnavailableNodes:node[3-4]"}, "原因：ReqNodeNotAvail（需要的节点暂时不可用", "Reason: ReqNodeNotAvail (the nodes it needs"},
-		{session.Queue{Reason: "JobHeldAdmin"}, "原因：JobHeldAdmin（作业被挂起", "Reason: JobHeldAdmin (the job is held"},
+		{session.Queue{Reason: "JobHeldAdmin"}, "原因：JobHeldAdmin（作业被暂挂", "Reason: JobHeldAdmin (the job is held"},
 		{session.Queue{Reason: "QOSMaxJobsPerUserLimit"}, "原因：QOSMaxJobsPerUserLimit（已达到账户、QoS 或分区的使用上限", "Reason: QOSMaxJobsPerUserLimit (a limit of"},
 		{session.Queue{Reason: "AssocGrpGRES"}, "（已达到账户", "(a limit of"},
 		{session.Queue{Reason: "Reservation"}, "原因：Reservation（作业在等它的预留可用", "Reason: Reservation (the job waits for its reservation"},

@@ -217,7 +217,7 @@ var messages = map[string]pair{
 	"lab.queue.waiting":         {"正在排队。原因：%s（%s）", "Waiting in the queue. Reason: %s (%s)"},
 	"lab.queue.why.begintime":   {"作业设定的最早开始时间还没到", "the job's earliest start time has not come yet"},
 	"lab.queue.why.dependency":  {"作业在等它所依赖的另一个作业", "the job waits for another job it depends on"},
-	"lab.queue.why.held":        {"作业被挂起（held），要由讲师或管理员放行", "the job is held; an instructor or administrator must release it"},
+	"lab.queue.why.held":        {"作业被暂挂（held），要由讲师或管理员放行", "the job is held; an instructor or administrator must release it"},
 	"lab.queue.why.limit":       {"已达到账户、QoS 或分区的使用上限（例如同时运行的作业数），等其他作业结束后才会开始", "a limit of the account, QoS or partition is reached (e.g. jobs running at once); the job starts once others end"},
 	"lab.queue.why.nodes":       {"需要的节点暂时不可用（宕机、排空或被预留），请告诉讲师", "the nodes it needs are unavailable (down, drained or reserved); tell your instructor"},
 	"lab.queue.why.none":        {"调度器还没有评估这个作业，通常几秒内就会给出原因", "the scheduler has not looked at the job yet; a reason usually follows within seconds"},

@@ -175,9 +175,7 @@ type Lab struct {
 	step      string
 	progress  [2]int
 	queue     *Queue
-	// queuedAt is when the environment entered its queue: the lab's clock
-	// stands still from then until it leaves.
-	queuedAt time.Time
+	queuedAt  time.Time // when queue was set: the lab's clock stands still until it clears
 	failure   string
 	env       Env
 	lost      bool

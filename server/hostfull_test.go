@@ -28,7 +28,7 @@ func (fullHost) Check(scenarios.Environment) error {
 	return fmt.Errorf("%w: all 128 sandbox slots of this host are taken", netns.ErrBusy)
 }
 
-func (h *fullHost) Up(context.Context, scenarios.Environment, time.Duration, func(string)) (session.Env, error) {
+func (h *fullHost) Up(context.Context, scenarios.Environment, time.Duration, func(session.Progress)) (session.Env, error) {
 	h.ups++
 	return nil, fmt.Errorf("Up called on a full host")
 }

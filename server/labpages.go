@@ -229,6 +229,7 @@ type labPageData struct {
 	Lab       *session.Lab
 	Status    session.Status
 	StepText  string
+	QueueText string
 	Running   bool
 	Task      template.HTML
 	Taxonomy  []scenarios.Class
@@ -308,7 +309,7 @@ func (s *Server) labPage(c *gin.Context) {
 	st := l.Status()
 	sc := l.Variant.Scenario
 	lang := langOf(c)
-	d := labPageData{Lab: l, Status: st, StepText: web.T(lang, st.Step), Running: l.Running(), Scenario: sc,
+	d := labPageData{Lab: l, Status: st, StepText: web.T(lang, st.Step), QueueText: queueText(lang, st.Queue), Running: l.Running(), Scenario: sc,
 		Taxonomy: scenarios.Taxonomy, Remediate: sc.Remediation != nil, Rules: alertRules(sc), Where: whereFields(sc),
 		Estimates: sc.Estimates}
 	if st.State != session.Failed {
@@ -377,7 +378,9 @@ func whereFields(sc *scenarios.Scenario) []string {
 type stateView struct {
 	session.Status
 	StepText string `json:"step_text"`
-	Running  bool   `json:"running"`
+	// QueueText is Status.Queue in the UI language, while the lab waits.
+	QueueText string `json:"queue_text,omitempty"`
+	Running   bool   `json:"running"`
 }
 
 func (s *Server) labState(c *gin.Context) {
@@ -386,7 +389,8 @@ func (s *Server) labState(c *gin.Context) {
 	if s.xlabs.get(l.ID) != nil {
 		st.Failure = maskFailure(st.Failure, langOf(c))
 	}
-	c.JSON(http.StatusOK, stateView{Status: st, StepText: web.T(langOf(c), st.Step), Running: l.Running()})
+	lang := langOf(c)
+	c.JSON(http.StatusOK, stateView{Status: st, StepText: web.T(lang, st.Step), QueueText: queueText(lang, st.Queue), Running: l.Running()})
 }
 
 type commandView struct {

@@ -36,6 +36,9 @@ type fakeHost struct {
 	env [][]string // the environment of every workload run
 	// gate, when set, holds every environment's start-up until it is closed.
 	gate chan struct{}
+	// queue, when set, is told to the lab while the gate holds it, as a Slurm
+	// job waiting in the queue is.
+	queue *session.Queue
 	// full makes Check report that the host has no free sandbox slot.
 	full bool
 	// reverted counts the faults reverted.
@@ -50,8 +53,11 @@ func (h *fakeHost) reverts() int {
 	return h.reverted
 }
 
-func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(session.Progress)) (session.Env, error) {
 	if h.gate != nil {
+		if h.queue != nil {
+			progress(session.Progress{Note: "pending", Queue: h.queue})
+		}
 		select {
 		case <-h.gate:
 		case <-ctx.Done():

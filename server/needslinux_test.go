@@ -26,7 +26,7 @@ type notLinux struct{ ups int }
 
 func (notLinux) Check(scenarios.Environment) error { return labs.ErrNeedsLinux }
 
-func (h *notLinux) Up(context.Context, scenarios.Environment, time.Duration, func(string)) (session.Env, error) {
+func (h *notLinux) Up(context.Context, scenarios.Environment, time.Duration, func(session.Progress)) (session.Env, error) {
 	h.ups++
 	return nil, labs.ErrNeedsLinux
 }

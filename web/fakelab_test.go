@@ -19,7 +19,7 @@ import (
 // run) and 1 after, so a fix re-measured counts. Real labs: labServer.
 type fakeLabHost struct{}
 
-func (fakeLabHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+func (fakeLabHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(session.Progress)) (session.Env, error) {
 	nodes := []string{"node1"}
 	if t, err := topology.Builtin(env.Topology); err == nil {
 		nodes = t.NodeNames()

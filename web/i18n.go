@@ -211,6 +211,23 @@ var messages = map[string]pair{
 	"sec.weakpassword": {"这个密码太容易被猜到（常见密码、单词加数字、重复或连续字符、邮箱或姓名）。请换一个更长、更少见的密码，例如几个不相关的词。",
 		"This password is too easy to guess (a common password, a word with digits, repeated or sequential characters, your email or name). Choose a longer, less common one, e.g. a few unrelated words."},
 
+	// A lab waiting in the Slurm queue (issue 22: server/queue.go): squeue's
+	// reason codes, explained.
+	"lab.step.queued":           {"在 Slurm 队列中等待计算节点", "Waiting in the Slurm queue for compute nodes"},
+	"lab.queue.position":        {"在队列中排第 %d 位。原因：%s（%s）", "Position %d in the queue. Reason: %s (%s)"},
+	"lab.queue.waiting":         {"正在排队。原因：%s（%s）", "Waiting in the queue. Reason: %s (%s)"},
+	"lab.queue.why.begintime":   {"作业设定的最早开始时间还没到", "the job's earliest start time has not come yet"},
+	"lab.queue.why.dependency":  {"作业在等它所依赖的另一个作业", "the job waits for another job it depends on"},
+	"lab.queue.why.held":        {"作业被暂挂（held），要由讲师或管理员放行", "the job is held; an instructor or administrator must release it"},
+	"lab.queue.why.limit":       {"已达到账户、QoS 或分区的使用上限（例如同时运行的作业数），等其他作业结束后才会开始", "a limit of the account, QoS or partition is reached (e.g. jobs running at once); the job starts once others end"},
+	"lab.queue.why.nodes":       {"需要的节点暂时不可用（宕机、排空或被预留），请告诉讲师", "the nodes it needs are unavailable (down, drained or reserved); tell your instructor"},
+	"lab.queue.why.none":        {"调度器还没有评估这个作业，通常几秒内就会给出原因", "the scheduler has not looked at the job yet; a reason usually follows within seconds"},
+	"lab.queue.why.other":       {"调度器给出的其他原因，可以把这个代码告诉讲师", "another reason given by the scheduler; tell your instructor this code"},
+	"lab.queue.why.partition":   {"分区已停用，请告诉讲师", "the partition is down or inactive; tell your instructor"},
+	"lab.queue.why.priority":    {"前面还有优先级更高的作业，它们先开始", "jobs of higher priority are ahead and start first"},
+	"lab.queue.why.reservation": {"作业在等它的预留可用（预留还没开始）", "the job waits for its reservation to become available (it has not started yet)"},
+	"lab.queue.why.resources":   {"集群暂时没有足够的空闲节点，作业在等其他作业结束", "not enough free nodes right now; the job waits for other jobs to end"},
+
 	// Lab page and grading (the lab helper's block).
 	"lab.step.up":              {"创建虚拟集群（网络命名空间、网卡、交换机）", "Creating the virtual cluster (network namespaces, NICs, switches)"},
 	"lab.step.shells":          {"打开各节点的终端", "Opening a terminal on each node"},

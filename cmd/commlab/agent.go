@@ -20,7 +20,8 @@ func newAgentCmd() *cobra.Command {
 		Short: "Run the node side of a lab inside its Slurm job (started by the lab's job script)",
 		Long: `agent runs in a lab's Slurm job step, one on each node. It reads its lab from the
 environment the server handed to sbatch (COMMLAB_AGENT_URL, COMMLAB_AGENT_TOKEN,
-COMMLAB_LAB, COMMLAB_NODES, and Slurm's SLURM_JOB_ID and SLURM_NODEID), builds the
+COMMLAB_LAB, COMMLAB_NODES, and Slurm's SLURM_JOB_ID and SLURM_NODEID; for a wss://
+server, COMMLAB_AGENT_CA or COMMLAB_AGENT_PIN say how to verify it), builds the
 node's sandbox (network namespace cl-j<job>-<node>), dials the server and serves
 its requests, reconnecting after a drop. When the step is signalled (scancel, time
 limit) it reverts the faults it applied and removes the sandbox; the epilog

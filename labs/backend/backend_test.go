@@ -154,7 +154,7 @@ func TestShellResolvesNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env, err := Local{DataDir: t.TempDir(), Exe: "/bin/true", Log: slog.New(slog.DiscardHandler)}.Up(ctx,
-		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(string) {})
+		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(session.Progress) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestLearnerJobEnv(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env, err := Local{DataDir: t.TempDir(), Exe: exe, Log: slog.New(slog.DiscardHandler)}.Up(ctx,
-		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(string) {})
+		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(session.Progress) {})
 	if err != nil {
 		t.Fatal(err)
 	}

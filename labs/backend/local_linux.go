@@ -18,7 +18,7 @@ import (
 )
 
 // Up implements session.Provider.
-func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(session.Progress)) (session.Env, error) {
 	if err := p.Check(env); err != nil {
 		return nil, err
 	}
@@ -37,9 +37,9 @@ func (p Local) Up(ctx context.Context, env scenarios.Environment, ttl time.Durat
 		return nil, err
 	}
 	if env.Kind == "gpu" {
-		progress(fmt.Sprintf("GPU node %s (this host's GPUs, its own network namespace and cgroup)", sb.ID()))
+		progress(session.Progress{Note: fmt.Sprintf("GPU node %s (this host's GPUs, its own network namespace and cgroup)", sb.ID())})
 	} else {
-		progress(fmt.Sprintf("virtual cluster %s (%s, %d nodes)", sb.ID(), t.Name, len(t.Nodes)))
+		progress(session.Progress{Note: fmt.Sprintf("virtual cluster %s (%s, %d nodes)", sb.ID(), t.Name, len(t.Nodes))})
 	}
 	if err := sb.Up(ctx); err != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

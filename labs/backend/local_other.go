@@ -15,6 +15,6 @@ import (
 func hostCheck() error { return labs.ErrNeedsLinux }
 
 // Up implements session.Provider; Check has refused already.
-func (p Local) Up(context.Context, scenarios.Environment, time.Duration, func(string)) (session.Env, error) {
+func (p Local) Up(context.Context, scenarios.Environment, time.Duration, func(session.Progress)) (session.Env, error) {
 	return nil, labs.ErrNeedsLinux
 }

@@ -48,12 +48,11 @@ func (e *netnsEnv) Shell(ctx context.Context, node, rc string) (session.PTY, err
 	// The commlab binary is on the learner's PATH (commlab bench in a node shell), and
 	// the node's /etc/profile.d, where env-force hides variables, is where a login
 	// shell reads it.
-	rc += fmt.Sprintf("export PATH=\"$PATH:%s\"\n", filepath.Dir(e.exe))
-	opts := labs.ShellOptions{Rows: 32, Cols: 120, RC: rc}
+	opts := labs.ShellOptions{Rows: 32, Cols: 120, RC: labs.OnPath(filepath.Dir(e.exe)) + rc}
 	// Node names resolve as on a cluster: ping node2.
 	opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, [2]string{netns.HostsPath(e.sb.ID()), "/etc/hosts"})
 	if etc := e.Target(node).NodeEtc(); etc != "" {
-		opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, [2]string{filepath.Join(etc, "profile.d"), "/etc/profile.d"})
+		opts.ReadOnlyBinds = append(opts.ReadOnlyBinds, labs.ProfileD(etc))
 	}
 	return e.sb.Shell(ctx, node, opts)
 }

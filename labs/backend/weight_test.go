@@ -22,6 +22,7 @@ import (
 	"github.com/commlab/commlab/internal/testlab"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/netns"
+	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -33,7 +34,7 @@ func TestWorkloadBelowShells(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env, err := Local{DataDir: t.TempDir(), Exe: "/bin/true", Log: slog.New(slog.DiscardHandler)}.Up(ctx,
-		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(string) {})
+		scenarios.Environment{Kind: "netns", Topology: "2x1"}, 5*time.Minute, func(session.Progress) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	// Named so: the package's tests have a helper host().
 	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/hostns"
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/cgroup"
 	"github.com/commlab/commlab/labs/topology"
 )
@@ -250,19 +251,9 @@ func makeHome(st *State) error {
 	return writeProfile(filepath.Join(dir, "home/learner"), uid)
 }
 
-// profile is the learner's ~/.bash_profile: a login shell reads it after
-// /etc/profile. It restores the sbin directories (Debian's profile drops them
-// for non-root users, but ip, tc and ethtool live there) and names the node
-// in the prompt (the hostname is the node's name).
-const profile = `# commlab learner profile
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-PS1='learner@\h:\w\$ '
-[ -r ~/.bashrc ] && . ~/.bashrc
-`
-
 func writeProfile(home string, uid int) error {
 	p := filepath.Join(home, ".bash_profile")
-	if err := os.WriteFile(p, []byte(profile), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(labs.LearnerProfile), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return os.Chown(p, uid, uid)

@@ -169,8 +169,7 @@ func writeRC(runDir, node, rc string) (string, error) {
 		return "", fmt.Errorf("write shell rc: %w", err)
 	}
 	defer f.Close()
-	body := "# commlab shell rc\n[ -r /etc/profile ] && . /etc/profile\n" + profile + "\n" + rc + "\n"
-	if _, err := f.WriteString(body); err != nil {
+	if _, err := f.WriteString(labs.ShellRC(rc)); err != nil {
 		return "", fmt.Errorf("write shell rc: %w", err)
 	}
 	if err := f.Chmod(0o644); err != nil {

@@ -81,10 +81,29 @@ type PTY interface {
 // Provider brings environments up.
 type Provider interface {
 	// Up creates the environment a scenario asks for; progress is told each step.
-	Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(step string)) (Env, error)
+	Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(Progress)) (Env, error)
 	// Check says, without starting anything, whether this host can run env (a gpu
 	// lab needs a GPU node), with an error that says what is missing.
 	Check(env scenarios.Environment) error
+}
+
+// Progress is what a Provider tells while its environment comes up.
+type Progress struct {
+	// Note is a line for the lab's log.
+	Note string
+	// Queue is set while the environment waits in a batch scheduler's queue
+	// (a Slurm job pending), nil once it has its nodes.
+	Queue *Queue
+}
+
+// Queue is where a lab waits in a batch scheduler's queue; the lab page shows it.
+type Queue struct {
+	// Position is the lab's place among the pending jobs of its partition (1:
+	// next); 0 when unknown.
+	Position int `json:"position,omitempty"`
+	// Reason is the scheduler's reason code as squeue prints it (%r):
+	// Resources, Priority, Reservation, QOSMaxJobsPerUserLimit...
+	Reason string `json:"reason"`
 }
 
 // Faults applies and reverts faults (the injector).
@@ -158,6 +177,8 @@ type Lab struct {
 	state     State
 	step      string
 	progress  [2]int
+	queue     *Queue
+	queuedAt  time.Time // when queue was set: the lab's clock stands still until it clears
 	failure   string
 	env       Env
 	lost      bool
@@ -242,6 +263,7 @@ func newID() string {
 // Steps of the start-up, for the progress bar: keys of the web i18n catalogue.
 const (
 	StepUp       = "lab.step.up"
+	StepQueued   = "lab.step.queued" // a part of StepUp: the environment waits in a queue
 	StepShells   = "lab.step.shells"
 	StepBaseline = "lab.step.baseline"
 	StepInject   = "lab.step.inject"
@@ -259,6 +281,29 @@ func (l *Lab) setStep(n int, step string) {
 	l.step, l.progress = step, [2]int{n, startSteps}
 	l.mu.Unlock()
 	l.log.Info("lab step", "step", step)
+}
+
+// upProgress follows the environment's start-up: its notes go to the log, its
+// queue state to Status. The lab's clock stands still while it waits in the
+// queue: its TTL is the job's time limit, which runs from the job's start.
+func (l *Lab) upProgress(p Progress) {
+	if p.Note != "" {
+		l.log.Info("environment", "step", p.Note)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case p.Queue != nil && l.queue == nil:
+		l.expiry.Stop()
+		l.queuedAt = time.Now()
+	case p.Queue == nil && l.queue != nil:
+		l.expires = l.expires.Add(time.Since(l.queuedAt))
+		l.expiry.Reset(time.Until(l.expires))
+	}
+	l.queue, l.step = p.Queue, StepUp
+	if p.Queue != nil {
+		l.step = StepQueued
+	}
 }
 
 // run is the lab's life, top-down.
@@ -280,8 +325,9 @@ func (l *Lab) run() {
 	// context (a netns sandbox does) would race those reverts when the lab stops.
 	upCtx, endUp := context.WithCancel(context.WithoutCancel(ctx))
 	stopUp := context.AfterFunc(ctx, endUp)
-	env, err := l.cfg.Provider.Up(upCtx, s.Environment, l.cfg.TTL, func(step string) { l.log.Info("environment", "step", step) })
+	env, err := l.cfg.Provider.Up(upCtx, s.Environment, l.cfg.TTL, l.upProgress)
 	stopUp()
+	l.upProgress(Progress{})
 	if err != nil {
 		l.fail(fmt.Errorf("the lab environment could not start: %w", err))
 		return
@@ -581,6 +627,8 @@ type Status struct {
 	ChecksLeft int `json:"checks_left"`
 	// Lost: the lab failed because its environment went away (ErrLost).
 	Lost bool `json:"lost,omitempty"`
+	// Queue is set while the lab waits in a batch scheduler's queue.
+	Queue *Queue `json:"queue,omitempty"`
 }
 
 // Status returns where the lab is.
@@ -594,6 +642,11 @@ func (l *Lab) Status() Status {
 	}
 	if l.env != nil {
 		st.Sandbox = l.env.ID()
+	}
+	if l.queue != nil {
+		q := *l.queue
+		st.Queue = &q
+		st.Expires = l.expires.Add(time.Since(l.queuedAt)) // the clock stands still
 	}
 	select {
 	case <-l.confirmed:

@@ -105,7 +105,7 @@ func (h *fakeHost) events() []string {
 	return slices.Clone(h.log)
 }
 
-func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (Env, error) {
+func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(Progress)) (Env, error) {
 	h.note("up")
 	if h.upErr != nil {
 		return nil, h.upErr
@@ -812,7 +812,7 @@ type nodeHost struct {
 	lost chan error
 }
 
-func (h nodeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (Env, error) {
+func (h nodeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(Progress)) (Env, error) {
 	h.note("up")
 	return nodeEnv{fakeEnv{h.fakeHost}, h.lost}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/commlab/commlab/injector"
 	"github.com/commlab/commlab/internal/host"
+	"github.com/commlab/commlab/labs"
 	"github.com/commlab/commlab/labs/topology"
 )
 
@@ -38,9 +40,12 @@ func JobDataDir(job string) string { return filepath.Join(DataRoot, "job-"+job) 
 // reach.
 func SandboxID(job string) string { return host.SlurmSandboxID(job) }
 
-// NodeTarget is where the injector applies a fault on node of job.
+// NodeTarget is where the injector applies a fault on node of job. The node's
+// etc directory (env-force's profile.d) is in the job's data directory, which
+// the epilog removes.
 func NodeTarget(job, node string) injector.Target {
-	return injector.Target{Sandbox: SandboxID(job), Node: node, NetNS: host.SlurmNetNSName(job, node)}
+	return injector.Target{Sandbox: SandboxID(job), Node: node, NetNS: host.SlurmNetNSName(job, node),
+		EtcDir: filepath.Join(JobDataDir(job), "nodes", node, "etc")}
 }
 
 // RemoveJobNetNS deletes every namespace of job on this node (cls-<job>-*) and
@@ -75,8 +80,12 @@ type Agent struct {
 	Job             string // SLURM_JOB_ID
 	Index           int    // this node's place in the lab (SLURM_NODEID)
 	Topology        string // the scenario's topology; empty: one NIC, eth0
-	Injector        *injector.Injector
-	Log             *slog.Logger
+	// TLS is how a wss:// server is trusted (EnvCA or EnvPin; nil: the
+	// system's roots); CA is EnvCA's file, for errors.
+	TLS      *tls.Config
+	CA       string
+	Injector *injector.Injector
+	Log      *slog.Logger
 	// Retry is the pause between reconnection attempts (default 1 s).
 	Retry time.Duration
 
@@ -86,7 +95,8 @@ type Agent struct {
 
 // AgentFromEnv reads the agent's lab from the job step's environment.
 func AgentFromEnv(getenv func(string) string) (*Agent, error) {
-	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID"), Topology: getenv(EnvTopology)}
+	a := &Agent{URL: getenv(EnvURL), Token: getenv(EnvToken), Lab: getenv(EnvLab), Job: getenv("SLURM_JOB_ID"), Topology: getenv(EnvTopology),
+		CA: getenv(EnvCA)}
 	var miss []string
 	for _, k := range []string{EnvURL, EnvToken, EnvLab, EnvNodes, "SLURM_JOB_ID", "SLURM_NODEID"} {
 		if getenv(k) == "" {
@@ -108,6 +118,9 @@ func AgentFromEnv(getenv func(string) string) (*Agent, error) {
 	if _, err := strconv.ParseUint(a.Job, 10, 32); err != nil {
 		return nil, fmt.Errorf("SLURM_JOB_ID %q: want a number", a.Job)
 	}
+	if a.TLS, err = agentTLS(a.CA, getenv(EnvPin)); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -117,7 +130,7 @@ func (a *Agent) target() injector.Target { return NodeTarget(a.Job, a.Node) }
 
 // Run builds the node's sandbox, serves the server until ctx ends (the job step
 // is signalled), reconnecting after every drop, and then reverts this node's
-// faults and removes its sandbox.
+// faults and removes its sandbox. A server it does not trust ends it at once.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.Retry <= 0 {
 		a.Retry = time.Second
@@ -131,6 +144,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		err := a.serve(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, ErrUntrusted) {
+			return err // the job ends, and the lab waiting for it fails
 		}
 		a.Log.Warn("agent: connection to the server lost; reconnecting", "err", err, "in", a.Retry)
 		select {
@@ -171,6 +187,10 @@ func (a *Agent) up(ctx context.Context) error {
 	nics, err := a.nics()
 	if err != nil {
 		return fmt.Errorf("the node's NICs: %w", err)
+	}
+	// The node's profile.d, shown to its commands (inNode), empty until a fault writes there.
+	if err := os.MkdirAll(labs.ProfileD(a.target().NodeEtc())[0], 0o755); err != nil {
+		return fmt.Errorf("build the node's sandbox: %w", err)
 	}
 	ns := a.netns()
 	steps := [][]string{
@@ -237,12 +257,14 @@ func (a *Agent) dial(ctx context.Context, stream string) (*websocket.Conn, error
 	}
 	u.RawQuery = q.Encode()
 	hdr := http.Header{tokenHeader: {"Bearer " + a.Token}}
-	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, u.String(), hdr)
+	d := *websocket.DefaultDialer
+	d.TLSClientConfig = a.TLS
+	ws, resp, err := d.DialContext(ctx, u.String(), hdr)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("dial %s: %w (HTTP %s)", a.URL, err, resp.Status)
 		}
-		return nil, fmt.Errorf("dial %s: %w", a.URL, err)
+		return nil, fmt.Errorf("dial %s: %w", a.URL, a.dialError(err))
 	}
 	ws.SetReadLimit(maxFrame)
 	return ws, nil
@@ -289,7 +311,7 @@ func (a *Agent) handle(ctx context.Context, req Frame) Frame {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, "ip", append([]string{"netns", "exec", a.netns()}, req.Argv...)...)
+		cmd := a.inNode(cctx, req.Argv...)
 		var out capped
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -344,6 +366,20 @@ func (a *Agent) owns(id string) error {
 		}
 	}
 	return fmt.Errorf("no live fault %s", id)
+}
+
+// enterNode runs in the node's mount namespace (ip netns exec makes one, its
+// mounts private): it shows directory $0 at $1, read-only, and execs the
+// command.
+const enterNode = `mount --bind -o ro -- "$0" "$1" && shift && exec "$@"`
+
+// inNode is argv in the node's sandbox, as root: its network namespace, and
+// the node's profile scripts at /etc/profile.d, as the local backend's shells
+// see them (labs.ProfileD). Each step execs the next: argv's parent is the
+// agent.
+func (a *Agent) inNode(ctx context.Context, argv ...string) *exec.Cmd {
+	bind := labs.ProfileD(a.target().NodeEtc())
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", a.netns(), "sh", "-c", enterNode, bind[0], bind[1]}, argv...)...)
 }
 
 // capped keeps the first maxOutput bytes written to it.

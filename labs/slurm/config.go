@@ -28,6 +28,10 @@ type Config struct {
 	// AgentURL is where agents on the compute nodes reach the server's /agent
 	// websocket, e.g. wss://login1:8443/agent.
 	AgentURL string `yaml:"agent_url"`
+	// TLS, with agent_url wss://..., serves the agents' link over TLS. A
+	// wss:// agent_url without it is a TLS proxy's, trusted by the nodes'
+	// system roots.
+	TLS *TLSConfig `yaml:"tls"`
 	// AgentListen is the address the server listens on for agents (default:
 	// agent_url's port on every address).
 	AgentListen string `yaml:"agent_listen"`
@@ -97,6 +101,9 @@ func (c *Config) Validate() error {
 	u, err := url.Parse(c.AgentURL)
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return fmt.Errorf("agent_url %q: want ws://HOST:PORT/PATH or wss://...", c.AgentURL)
+	}
+	if u.Scheme == "ws" && c.TLS != nil {
+		return fmt.Errorf("tls is set: agent_url %q must be wss://", c.AgentURL)
 	}
 	if c.AgentListen == "" && u.Port() == "" {
 		return fmt.Errorf("agent_url %q has no port: give one, or agent_listen", c.AgentURL)

@@ -6,6 +6,9 @@
 // ends for any reason the agent reverts what it applied, and the shipped epilog
 // (epilog.sh: `commlab lab sweep --slurm-job`) sweeps what a killed agent left.
 //
-// This is the first slice of the cluster path: commands and faults run on the
-// nodes; learner terminals and workloads through the agent are still to come.
+// The agents also run the learner's terminals and the workload (streams), see
+// the node's profile scripts as the local backend's shells do (labs.ShellRC,
+// labs.ProfileD), and reach a TLS server (cluster.tls) trusting a CA file or a
+// pinned certificate. While a lab's job waits, its queue position and squeue's
+// reason reach the lab page (session.Progress).
 package slurm

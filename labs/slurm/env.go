@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -32,6 +33,9 @@ type Provider struct {
 	// Agent is the commlab binary on the nodes; empty means Config.Agent, then
 	// this executable.
 	Agent string
+	// AgentEnv is added to the agents' environment (how they trust a TLS
+	// server: EnvCA or EnvPin).
+	AgentEnv map[string]string
 	// Poll is how often a running lab's job is looked up in squeue (default
 	// 5 s); AgentGrace how long a node's agent may stay away before the lab is
 	// lost (default 30 s: it redials every second).
@@ -55,7 +59,7 @@ func (p *Provider) Check(env scenarios.Environment) error {
 
 // Up implements session.Provider: it submits the lab's job, tells progress the
 // queue state whenever it changes, and returns once every node's agent is in.
-func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(string)) (session.Env, error) {
+func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.Duration, progress func(session.Progress)) (session.Env, error) {
 	if err := p.Check(env); err != nil {
 		return nil, err
 	}
@@ -80,10 +84,12 @@ func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	}
 	e := &Env{hub: p.Hub, lab: lab, nodes: nodes, lost: make(chan error, 1), done: make(chan struct{})}
 	script := p.Config.Script(JobSpec{Lab: lab, Nodes: nodes, GPUs: env.GPUs, TTL: ttl, Agent: agent})
-	e.job, err = submit(ctx, script, map[string]string{
+	jobEnv := map[string]string{
 		EnvURL: p.Config.AgentURL, EnvToken: token, EnvLab: lab, EnvNodes: strings.Join(nodes, ","),
 		EnvTopology: env.Topology,
-	})
+	}
+	maps.Copy(jobEnv, p.AgentEnv)
+	e.job, err = submit(ctx, script, jobEnv)
 	if err != nil {
 		p.Hub.Forget(lab)
 		return nil, err
@@ -112,11 +118,7 @@ func (e *Env) watch(poll, grace time.Duration) {
 		q, err := Queue(ctx, e.job)
 		cancel()
 		if err == nil && q.Gone() {
-			why := "no longer listed by squeue"
-			if q.State != "" {
-				why = q.State
-			}
-			e.lost <- fmt.Errorf("its Slurm job %s ended (%s)", e.job, why)
+			e.lost <- fmt.Errorf("its Slurm job %s ended (%s)", e.job, q.end())
 			return
 		}
 		in := e.hub.Connected(e.lab)
@@ -136,11 +138,11 @@ func (e *Env) watch(poll, grace time.Duration) {
 }
 
 // wait polls squeue until every agent has said hello, or the job has ended.
-func (e *Env) wait(ctx context.Context, progress func(string)) error {
+func (e *Env) wait(ctx context.Context, progress func(session.Progress)) error {
 	last := ""
 	for {
 		if len(e.hub.Connected(e.lab)) == len(e.nodes) {
-			progress(fmt.Sprintf("Slurm job %s: %d node agents connected", e.job, len(e.nodes)))
+			progress(session.Progress{Note: fmt.Sprintf("Slurm job %s: %d node agents connected", e.job, len(e.nodes))})
 			return nil
 		}
 		q, err := Queue(ctx, e.job)
@@ -148,10 +150,10 @@ func (e *Env) wait(ctx context.Context, progress func(string)) error {
 			return err
 		}
 		if q.Gone() {
-			return fmt.Errorf("Slurm job %s ended (%s) before its agents connected", e.job, q.State)
+			return fmt.Errorf("Slurm job %s ended (%s) before its agents connected", e.job, q.end())
 		}
 		if s := q.String(); s != last {
-			progress(s)
+			progress(session.Progress{Note: s, Queue: q.Waiting()})
 			last = s
 		}
 		select {

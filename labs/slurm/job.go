@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/commlab/commlab/labs/session"
 )
 
 // JobSpec is one lab's batch job.
@@ -152,7 +154,23 @@ func (q QueueState) Gone() bool {
 	return false
 }
 
-// String is what the learner sees while the lab waits.
+// end is how a gone job ended, as far as squeue still knows.
+func (q QueueState) end() string {
+	if q.State == "" {
+		return "no longer listed by squeue"
+	}
+	return q.State
+}
+
+// Waiting is the job's place in the queue for the lab page, nil unless pending.
+func (q QueueState) Waiting() *session.Queue {
+	if q.State != "PENDING" {
+		return nil
+	}
+	return &session.Queue{Position: q.Position, Reason: q.Reason}
+}
+
+// String is the job's state for the lab's log.
 func (q QueueState) String() string {
 	if q.State == "PENDING" {
 		if q.Position > 0 {

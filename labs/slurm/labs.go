@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,12 +31,23 @@ func Labs(ctx context.Context, c *Config, dataDir string, log *slog.Logger) (*se
 	if err != nil {
 		return nil, fmt.Errorf("cluster: agent_url %q: %w", c.AgentURL, err)
 	}
+	// With tls, the agents get how to trust the listener in their environment.
+	var tlsConf *tls.Config
+	var agentEnv map[string]string
+	if c.TLS != nil {
+		if tlsConf, agentEnv, err = c.TLS.listener(); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", c.Listen())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listen for agents on %s: %w", c.Listen(), err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(cmpPath(u.Path), hub)
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -45,7 +57,7 @@ func Labs(ctx context.Context, c *Config, dataDir string, log *slog.Logger) (*se
 	context.AfterFunc(ctx, func() { hs.Close() })
 	log.Info("slurm labs", "partition", c.Partition, "agents", c.AgentURL, "listen", ln.Addr().String())
 	return session.NewManager(ctx, session.Config{
-		Provider: &Provider{Config: c, Hub: hub},
+		Provider: &Provider{Config: c, Hub: hub, AgentEnv: agentEnv},
 		Faults:   Faults{Registry: reg},
 		DataDir:  dataDir,
 		Log:      log,

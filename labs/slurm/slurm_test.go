@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http/httptest"
@@ -59,9 +60,9 @@ func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []s
 	defer cancel()
 	var mu sync.Mutex
 	var steps []string
-	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, ttl, func(s string) {
+	se, err := p.Up(ctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, ttl, func(s session.Progress) {
 		mu.Lock()
-		steps = append(steps, s)
+		steps = append(steps, s.Note)
 		mu.Unlock()
 	})
 	if err != nil {
@@ -158,24 +159,27 @@ func TestTwoNodeLab(t *testing.T) {
 	// and where it stands, and giving up cancels its job.
 	p2 := provider(t, exe, 0)
 	wctx, giveUp := context.WithCancel(ctx)
-	steps2 := make(chan string, 16)
+	steps2 := make(chan session.Progress, 16)
 	upErr := make(chan error, 1)
 	go func() {
-		_, err := p2.Up(wctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s string) { steps2 <- s })
+		_, err := p2.Up(wctx, scenarios.Environment{Kind: "slurm", Topology: "2x1"}, 5*time.Minute, func(s session.Progress) { steps2 <- s })
 		upErr <- err
 	}()
 	// squeue says "None" until the scheduler has looked at the job.
-	want := "Slurm job pending (Resources), position 1 in the queue"
-	var seen []string
-	for wait := time.After(30 * time.Second); len(seen) == 0 || seen[len(seen)-1] != want; {
+	want := session.Queue{Position: 1, Reason: "Resources"}
+	var seen []session.Progress
+	for wait := time.After(30 * time.Second); len(seen) == 0 || seen[len(seen)-1].Queue == nil || *seen[len(seen)-1].Queue != want; {
 		select {
 		case s := <-steps2:
 			seen = append(seen, s)
 		case err := <-upErr:
 			t.Fatalf("second lab: %v, want it to wait", err)
 		case <-wait:
-			t.Fatalf("the waiting lab showed %q, never %q", seen, want)
+			t.Fatalf("the waiting lab showed %+v, never %+v", seen, want)
 		}
+	}
+	if note := seen[len(seen)-1].Note; note != "Slurm job pending (Resources), position 1 in the queue" {
+		t.Errorf("log note %q", note)
 	}
 	giveUp()
 	if err := <-upErr; !errors.Is(err, context.Canceled) {
@@ -354,13 +358,8 @@ evidence:
 debrief: d
 `
 
-// TestServePath: a lab through what 'commlab serve --config' runs (slurm.Labs:
-// the session manager, the agent listener, the Slurm provider): the fault goes
-// in through node2's agent, the learner's terminal on node2 is a shell there as
-// nobody that shows it, the workload runs and measures, and stopping leaves
-// nothing. A second lab whose job is cancelled under it is marked lost.
-func TestServePath(t *testing.T) {
-	exe := requireSlurm(t)
+func parseServeScenario(t *testing.T) *scenarios.Scenario {
+	t.Helper()
 	sc, probs := scenarios.Parse("t-slurm.yaml", []byte(serveScenario), scenarios.Options{
 		Topology: func(name string) ([]string, []string, bool) {
 			t, err := topology.Builtin(name)
@@ -373,6 +372,17 @@ func TestServePath(t *testing.T) {
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
+	return sc
+}
+
+// TestServePath: a lab through what 'commlab serve --config' runs (slurm.Labs:
+// the session manager, the agent listener, the Slurm provider): the fault goes
+// in through node2's agent, the learner's terminal on node2 is a shell there as
+// nobody that shows it, the workload runs and measures, and stopping leaves
+// nothing. A second lab whose job is cancelled under it is marked lost.
+func TestServePath(t *testing.T) {
+	exe := requireSlurm(t)
+	sc := parseServeScenario(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -428,6 +438,34 @@ func TestServePath(t *testing.T) {
 	if bw, err := l.Measure(ctx); err != nil || bw <= 0 {
 		t.Errorf("workload on the Slurm node: %v GB/s, %v", bw, err)
 	}
+
+	// A second learner's lab waits while this one holds both nodes: its status
+	// (the lab page's JSON) says where it stands in the queue and why.
+	waiting, err := m.Start(2, sc.Draw(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.Queue{Position: 1, Reason: "Resources"}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st := waiting.Status()
+		if st.Queue != nil && *st.Queue == want {
+			if st.Step != session.StepQueued {
+				t.Errorf("queued lab's step %q", st.Step)
+			}
+			break
+		}
+		if time.Now().After(deadline) || st.State != session.Starting {
+			t.Fatalf("the waiting lab's status never showed %+v: %+v", want, st)
+		}
+	}
+	if b, _ := json.Marshal(waiting.Status()); !strings.Contains(string(b), `"queue":{"position":1,"reason":"Resources"}`) {
+		t.Errorf("status JSON of the waiting lab: %s", b)
+	}
+	waiting.Stop()
+	waiting.Wait()
+	if out, _ := exec.Command("squeue", "--noheader", "--format=%i").Output(); strings.TrimSpace(string(out)) != job {
+		t.Errorf("queued jobs %q, want only %s: the stopped waiting lab's job was not cancelled", out, job)
+	}
 	l.Stop()
 	l.Wait()
 	if q, err := Queue(ctx, job); err != nil || !q.Gone() {
@@ -462,4 +500,160 @@ func TestServePath(t *testing.T) {
 	if left := leftovers(job2); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
 	}
+}
+
+// TestTLSLab: with cluster.tls the agents of a real Slurm job reach the agent
+// listener over TLS, trusting the CA file named in their job's environment;
+// agents told another CA exit at once, and the lab fails instead of waiting.
+func TestTLSLab(t *testing.T) {
+	exe := requireSlurm(t)
+	sc := parseServeScenario(t)
+	ca, other := newTestCA(t, "commlab-test-ca"), newTestCA(t, "someone-else")
+	cert, key := ca.server(t)
+	for _, tt := range []struct {
+		name, ca, failure string
+	}{
+		{"the CA", ca.File, ""},
+		{"another CA", other.File, "before its agents connected"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			c := &Config{Partition: "commlab", AgentURL: "wss://" + addr + "/agent", Agent: exe, TLS: &TLSConfig{Cert: cert, Key: key, CA: tt.ca}}
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			m, err := Labs(ctx, c, t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Shutdown()
+			l, err := m.Start(1, sc.Draw(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-l.Up():
+				if tt.failure != "" {
+					t.Fatalf("lab up with agents told %s", tt.name)
+				}
+				job := strings.TrimPrefix(l.Status().Sandbox, "j")
+				l.Stop()
+				l.Wait()
+				if left := leftovers(job); len(left) > 0 {
+					t.Errorf("left behind: %q", left)
+				}
+			case <-l.Ended():
+				if st := l.Status(); tt.failure == "" || !strings.Contains(st.Failure, tt.failure) {
+					t.Fatalf("lab ended: %+v, want %q", st, tt.failure)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("lab neither up nor failed: %+v", l.Status())
+			}
+		})
+	}
+}
+
+// TestEnvForceProfile: an env-force fault on a Slurm node is where the local
+// backend's learner finds it: the node's commands see the script at
+// /etc/profile.d, its learner shell has the variable (it reads /etc/profile as
+// a login does), its workload's ranks get it, and the other node and the
+// host's own /etc/profile.d show nothing of it.
+func TestEnvForceProfile(t *testing.T) {
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, _, err := e.Apply(ctx, "node2", "env-force", map[string]string{"vars": "NCCL_IB_DISABLE=1", "where": "profile.d"}, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, e, "node2", "cat", "/etc/profile.d/nccl.sh"); !strings.Contains(out, "export NCCL_IB_DISABLE=1") {
+		t.Errorf("node2's /etc/profile.d/nccl.sh:\n%s", out)
+	}
+	if out := run(t, e, "node1", "ls", "-A", "/etc/profile.d"); strings.TrimSpace(out) != "" {
+		t.Errorf("node1's /etc/profile.d: %q, want it empty", out)
+	}
+	if _, err := os.Stat("/etc/profile.d/nccl.sh"); !os.IsNotExist(err) {
+		t.Errorf("the host's /etc/profile.d/nccl.sh: %v, want none", err)
+	}
+	// The workload's ranks on node2 get the variable, as the local backend's do.
+	var log strings.Builder
+	w := &scenarios.Workload{Bench: []string{"all_reduce", "-b", "64K", "-e", "64K", "-n", "1", "-w", "0"}, Hosts: []string{"node2:2"}}
+	if _, err := e.Workload(ctx, w, []string{"NCCL_DEBUG=INFO"}, &log); err != nil {
+		t.Errorf("workload on node2: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "NCCL_IB_DISABLE set by environment to 1.") {
+		t.Errorf("the workload on node2 does not show the forced variable:\n%s", log.String())
+	}
+	for node, want := range map[string]string{"node2": "IB=[1] uid=65534", "node1": "IB=[] uid=65534"} {
+		if got := shellSays(t, e, node, `echo "IB=[$NCCL_IB_DISABLE] uid=$(id -u)"`, want); !strings.Contains(got, want) {
+			t.Errorf("%s's learner shell:\n%s\nwant %q", node, got, want)
+		}
+	}
+	if err := e.Revert(ctx, "node2", id); err != nil {
+		t.Fatal(err)
+	}
+	if got := shellSays(t, e, "node2", `echo "IB=[$NCCL_IB_DISABLE]"`, "IB=[]"); !strings.Contains(got, "IB=[]") {
+		t.Errorf("node2's learner shell after the revert:\n%s", got)
+	}
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(e.Job()); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
+
+// shellSays opens a learner shell on node, types line and returns what the
+// terminal showed until want appeared (or 30 s passed).
+func shellSays(t *testing.T, e *Env, node, line, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sh, err := e.Shell(ctx, node, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if _, err := sh.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		buf := make([]byte, 4096)
+		for {
+			n, err := sh.Read(buf)
+			if n > 0 {
+				select {
+				case out <- string(buf[:n]):
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var seen string
+	for !strings.Contains(seen, want) {
+		select {
+		case s, ok := <-out:
+			if !ok {
+				return seen
+			}
+			seen += s
+		case <-ctx.Done():
+			return seen
+		}
+	}
+	return seen
 }

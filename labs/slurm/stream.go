@@ -16,6 +16,9 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/gorilla/websocket"
+
+	"github.com/commlab/commlab/injector"
+	"github.com/commlab/commlab/labs"
 )
 
 // A stream carries one process's bytes between the server and a node: a
@@ -141,20 +144,26 @@ func (a *Agent) startStream(ctx context.Context, req Frame) error {
 // ambient capabilities it keeps (setpriv's "+net_admin" form), if any.
 func (a *Agent) learner(caps string, argv ...string) *exec.Cmd {
 	uid := strconv.Itoa(LearnerUID)
-	args := []string{"netns", "exec", a.netns(), "setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"}
+	args := []string{"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"}
 	if caps != "" {
 		args = append(args, "--inh-caps="+caps, "--ambient-caps="+caps)
 	}
-	cmd := exec.Command("ip", append(args, argv...)...)
+	cmd := a.inNode(context.Background(), append(args, argv...)...)
 	home := a.home()
-	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	if exe, err := os.Executable(); err == nil {
-		path += ":" + filepath.Dir(exe) // commlab bench in the learner's shell
-	}
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + commlabDir() // commlab bench
 	cmd.Env = []string{"HOME=" + home, "USER=learner", "LOGNAME=learner", "PATH=" + path,
 		"LANG=C.UTF-8", "TERM=xterm-256color", "COMMLAB_NODE=" + a.Node}
 	cmd.Dir = home
 	return cmd
+}
+
+// commlabDir is the directory of this commlab binary.
+func commlabDir() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "/usr/local/bin"
+	}
+	return filepath.Dir(exe)
 }
 
 // home is the learner's home on this node, in the job's data directory (the
@@ -179,8 +188,10 @@ func (a *Agent) shell(req Frame) (*proc, error) {
 	if err := a.makeHome(); err != nil {
 		return nil, fmt.Errorf("learner home: %w", err)
 	}
+	// What the local backend's shells read: /etc/profile (the node's
+	// profile.d, inNode), the learner's profile, then the server's rc.
 	rc := filepath.Join(a.home(), ".commlab-rc")
-	if err := os.WriteFile(rc, []byte(req.RC), 0o644); err != nil {
+	if err := os.WriteFile(rc, []byte(labs.ShellRC(labs.OnPath(commlabDir())+req.RC)), 0o644); err != nil {
 		return nil, err
 	}
 	cmd := a.learner("+net_admin", "bash", "--rcfile", rc, "-i")
@@ -205,7 +216,13 @@ func (a *Agent) bench(req Frame) (*proc, error) {
 	}
 	// Every rank on this node: node names in --hosts are labels here.
 	cmd := a.learner("", append(append([]string{exe, "bench"}, req.Argv...), "--launcher", "local")...)
-	cmd.Env = append(cmd.Env, req.Env...)
+	// The job's environment, then what env-force hides on this node, as the
+	// local backend's ranks get them.
+	forced, err := injector.EnvFor(a.target())
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(append(cmd.Env, req.Env...), forced...)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err

@@ -49,7 +49,9 @@ func TestLoadConfig(t *testing.T) {
 		name, yaml, err string
 		nilConfig       bool
 	}{
-		{"full", "cluster:\n  partition: gpu\n  account: ml\n  gres: gpu\n  lab_nics: [ens1f0]\n  agent_url: wss://login1:8443/agent\n  grace: 5m\n", "", false},
+		{"full", "cluster:\n  partition: gpu\n  account: ml\n  gres: gpu\n  lab_nics: [ens1f0]\n  agent_url: wss://login1:8443/agent\n  grace: 5m\n" +
+			"  tls: {cert: /etc/commlab/agent.crt, key: /etc/commlab/agent.key, ca: /etc/commlab/ca.pem}\n", "", false},
+		{"tls with ws", "cluster:\n  agent_url: ws://login1:8081/agent\n  tls: {cert: a, key: b}\n", "must be wss://", false},
 		{"no section", "other: 1\n", "", true},
 		{"option injection", "cluster:\n  partition: \"gpu --uid=0\"\n  agent_url: ws://x/agent\n", `partition "gpu --uid=0"`, false},
 		{"no agent url", "cluster:\n  partition: gpu\n", "agent_url is required", false},
@@ -76,7 +78,7 @@ func TestLoadConfig(t *testing.T) {
 			if (c == nil) != tt.nilConfig {
 				t.Fatalf("config = %+v, want nil: %v", c, tt.nilConfig)
 			}
-			if c != nil && (c.Partition != "gpu" || c.Grace != 5*time.Minute || len(c.LabNICs) != 1) {
+			if c != nil && (c.Partition != "gpu" || c.Grace != 5*time.Minute || len(c.LabNICs) != 1 || c.TLS == nil || c.TLS.CA != "/etc/commlab/ca.pem") {
 				t.Fatalf("config = %+v", c)
 			}
 		})

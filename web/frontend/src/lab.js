@@ -324,11 +324,15 @@ function pollState(page, session, hasTerminals) {
       if (bar && s.progress) { bar.value = s.progress.done; bar.max = s.progress.total; }
       const msg = document.querySelector("#progress-step");
       if (msg && s.step_text) msg.textContent = s.step_text;
+      const ttl = document.querySelector("[data-expires]");
+      if (ttl && s.expires) ttl.dataset.expires = s.expires; // it stands still while the lab is queued
+      const queue = document.querySelector("#queue");
+      if (queue) { queue.textContent = s.queue_text || ""; queue.hidden = !s.queue_text; }
       if (!s.running || (!hasTerminals && s.nodes && s.nodes.length)) { location.reload(); return; }
       if (s.confirmed) {
         const sc = document.querySelector("#scoring");
         if (sc) { sc.textContent = sc.dataset.confirmedText; sc.className = "ok"; }
-        bar?.remove(); msg?.remove();
+        bar?.remove(); msg?.remove(); document.querySelector("#queue")?.remove();
         page.dataset.confirmed = "true";
         return;
       }

@@ -166,7 +166,7 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 // fixed within seconds of that, even when the fault hangs the workload (a blocked
 // bootstrap, RoCE retries) until its own timeout.
 func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) {
-	bw, err := l.measure(ctx, l.cutAfter(minRatio))
+	bw, _, err := l.measure(ctx, l.cutAfter(minRatio))
 	if errors.Is(err, errCut) {
 		return 0, fmt.Errorf("%w (the healthy run took %s)", err, l.baselineTook.Round(100*time.Millisecond))
 	}
@@ -177,6 +177,13 @@ func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) 
 // figure (see remeasure).
 func (l *Lab) cutAfter(minRatio float64) time.Duration {
 	return time.Duration(2*float64(l.baselineTook)/minRatio) + 5*time.Second
+}
+
+// slowerThanAFix is how long a run takes that no fix could pass with: the healthy
+// run's time divided by the remediation's ratio, and 2 s for process start. Only the
+// self-test is cut there; a fix is given the margin of cutAfter.
+func (l *Lab) slowerThanAFix(minRatio float64) time.Duration {
+	return time.Duration(float64(l.baselineTook)/minRatio) + 2*time.Second
 }
 
 // neighbourFlows measures, for a few seconds after the workload, what each flow of the

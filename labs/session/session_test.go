@@ -776,7 +776,7 @@ func TestMeasureAfterEnd(t *testing.T) {
 	l.Stop()
 	ended(t, l)
 	runs := h.runs
-	if _, err := l.measure(context.Background(), 0); !errors.Is(err, context.Canceled) {
+	if _, _, err := l.measure(context.Background(), 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("measure after the lab ended: err = %v, want context.Canceled", err)
 	}
 	if h.runs != runs {
@@ -914,5 +914,37 @@ func TestWhichRunsTakeTheHost(t *testing.T) {
 			chart()
 			waitFor(t, l, func(s Status) bool { return s.Confirmed })
 		})
+	}
+}
+
+// TestSelfTestCutOnHang: a fault that hangs the workload is confirmed once the run
+// has taken longer than any a fix could pass with (the healthy run's time over the
+// ratio, plus 2 s), not after the re-measure's margin; the cut run puts no point on
+// the chart.
+func TestSelfTestCutOnHang(t *testing.T) {
+	var limit time.Duration // what the self-test's run was given
+	hang := blockOn(2, healthyThenFaulted)
+	h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+		if d, ok := ctx.Deadline(); ok && n == 2 {
+			limit = time.Until(d)
+		}
+		return hang(ctx, n)
+	}}
+	l := startLab(t, h, time.Hour)
+	waitFor(t, l, func(s Status) bool { return s.Confirmed })
+	// The baseline took next to nothing: 2 s, where a re-measure gets 5 s and more.
+	if limit <= 0 || limit > 2100*time.Millisecond || limit >= l.cutAfter(0.8) {
+		t.Errorf("the hanging self-test was given %s, want at most 2 s and less than a re-measure's %s", limit, l.cutAfter(0.8))
+	}
+	points, _, stop := l.Samples().Subscribe()
+	stop()
+	var busbw []float64
+	for _, p := range points {
+		if p.Type == "sample" {
+			busbw = append(busbw, p.BusBW)
+		}
+	}
+	if !slices.Equal(busbw, []float64{1}) {
+		t.Errorf("chart points %v, want the baseline's only", busbw)
 	}
 }

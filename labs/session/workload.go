@@ -29,10 +29,10 @@ func (l *Lab) workloadEnv() []string {
 // lab's Turns), then runs the workload once, cut after limit (at most 3 minutes; 0
 // means 3 minutes), and returns its figure (GB/s). A workload that fails, or is cut,
 // measures 0 with ErrWorkloadFailed; a cut run's error also wraps errCut.
-func (l *Lab) measure(ctx context.Context, limit time.Duration) (float64, error) {
+func (l *Lab) measure(ctx context.Context, limit time.Duration) (bw float64, took time.Duration, err error) {
 	release, err := l.cfg.Turns.Graded(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer release()
 	return l.runOnce(ctx, limit)
@@ -41,10 +41,10 @@ func (l *Lab) measure(ctx context.Context, limit time.Duration) (float64, error)
 // sample runs the workload once for a figure only the chart shows or only compared
 // as below a bar (a fault's self-test): another lab's load can only lower it, so it
 // takes a chart's turn and leaves the host to the graded runs. See measure.
-func (l *Lab) sample(ctx context.Context, limit time.Duration) (float64, error) {
+func (l *Lab) sample(ctx context.Context, limit time.Duration) (bw float64, took time.Duration, err error) {
 	release, err := l.cfg.Turns.Chart(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer release()
 	return l.runOnce(ctx, limit)
@@ -53,35 +53,38 @@ func (l *Lab) sample(ctx context.Context, limit time.Duration) (float64, error) 
 // errCut marks a run cut at its time limit.
 var errCut = errors.New("cut at its time limit")
 
-// runOnce runs the workload once, cut after limit (see measure).
-func (l *Lab) runOnce(ctx context.Context, limit time.Duration) (float64, error) {
+// runOnce runs the workload once, cut after limit (see measure), and says how long
+// the run took (not counting the wait for the links).
+func (l *Lab) runOnce(ctx context.Context, limit time.Duration) (float64, time.Duration, error) {
 	l.wl.Lock()
 	defer l.wl.Unlock()
 	if err := ctx.Err(); err != nil {
-		return 0, err // cancelled while waiting for the links
+		return 0, 0, err // cancelled while waiting for the links
 	}
 	l.mu.Lock()
 	env := l.env
 	l.mu.Unlock()
 	if env == nil {
-		return 0, context.Canceled // the lab ended while this run waited for the links
+		return 0, 0, context.Canceled // the lab ended while this run waited for the links
 	}
 	if limit <= 0 || limit > 3*time.Minute {
 		limit = 3 * time.Minute
 	}
 	mctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	start := time.Now()
 	bw, err := env.Workload(mctx, l.Variant.Scenario.Workload, l.workloadEnv(), io.Discard)
+	took := time.Since(start)
 	if err != nil && ctx.Err() != nil {
-		return 0, ctx.Err()
+		return 0, took, ctx.Err()
 	}
 	if err != nil && mctx.Err() != nil {
-		return 0, fmt.Errorf("%w: %w: no result within %s", ErrWorkloadFailed, errCut, limit.Round(100*time.Millisecond))
+		return 0, took, fmt.Errorf("%w: %w: no result within %s", ErrWorkloadFailed, errCut, limit.Round(100*time.Millisecond))
 	}
 	if err != nil {
-		return 0, err
+		return 0, took, err
 	}
-	return bw, nil
+	return bw, took, nil
 }
 
 // streamWorkload runs the workload again and again while the lab is ready, pushing
@@ -113,7 +116,7 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 		l.mu.Lock()
 		l.stopStream = stop
 		l.mu.Unlock()
-		bw, err := l.runOnce(run, 0)
+		bw, _, err := l.runOnce(run, 0)
 		tookOver := run.Err() != nil // read before stop(), which cancels run too
 		stop()
 		release()
@@ -190,7 +193,10 @@ func (s *Samples) Subscribe() ([]Sample, <-chan Sample, func()) {
 
 // Measure runs the workload once now and returns its busbw (an instructor's "measure
 // now", and tests). A failing workload measures 0.
-func (l *Lab) Measure(ctx context.Context) (float64, error) { return l.measure(ctx, 0) }
+func (l *Lab) Measure(ctx context.Context) (float64, error) {
+	bw, _, err := l.measure(ctx, 0)
+	return bw, err
+}
 
 // Baseline is the healthy busbw measured before the fault (0 when not measured).
 func (l *Lab) Baseline() float64 { return l.baseline }

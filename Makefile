@@ -24,8 +24,8 @@ run: deps-run build
 	./$(BIN) serve --addr $(ADDR) --data $(DATA)
 
 # Packages that use the host (namespaces, cgroups, labs that measure bandwidth and
-# CPU) run one at a time; the others (and labs/slurm, which measures nothing) run beside
-# them (scripts/test.sh says how).
+# CPU) run one at a time; the others (and the host packages that measure nothing: Slurm's,
+# the browser's and the CLI's labs) run beside them (scripts/test.sh says how).
 # The end-to-end tests run the binary `build` just made instead of building their own.
 # Chapter labs (labs/chapters) play one seed each; test-full plays every seed.
 test: deps-test build lint

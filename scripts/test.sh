@@ -5,7 +5,9 @@
 #    bandwidth and CPU, so two of them side by side would disturb each other.
 #  - The other packages touch nothing of the host's; they run meanwhile, also one at a
 #    time, so they never take more than one core from a measurement. So do the host
-#    packages in $beside, which measure nothing and mostly wait (Slurm's scheduler).
+#    packages in $beside, which measure nothing another lab's load could spoil: Slurm's
+#    labs (mostly waiting on its scheduler), the browser's and the CLI's labs (ch01-tour,
+#    ch07-wrong-interface; listings, pages and terminals, no figure compared).
 # Their outputs come one tier after the other; the exit status is non-zero if either failed.
 set -uo pipefail
 GO=${GO:-go}
@@ -13,13 +15,13 @@ GO=${GO:-go}
 # The packages whose own or test imports include internal/testenv, then the rest.
 tiers=$("$GO" list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
   awk '{ host = 0; for (i = 2; i <= NF; i++) if ($i ~ /\/internal\/testenv$/) host = 1; print (host ? "host" : "unit"), $1 }') || exit 1
-beside=" github.com/commlab/commlab/labs/slurm "
+beside=" github.com/commlab/commlab/labs/slurm github.com/commlab/commlab/web github.com/commlab/commlab/cmd/commlab "
 mapfile -t host < <(awk -v beside="$beside" '$1 == "host" && index(beside, " " $2 " ") == 0 { print $2 }' <<<"$tiers")
 mapfile -t unit < <(awk -v beside="$beside" '$1 == "unit" || index(beside, " " $2 " ") { print $2 }' <<<"$tiers")
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$GO" test -p 1 -count=1 -timeout 20m "$@" "${unit[@]}" >"$out" 2>&1 &
+"$GO" test -p 1 -count=1 -timeout 30m "$@" "${unit[@]}" >"$out" 2>&1 &
 unit_pid=$!
 "$GO" test -p 1 -count=1 -timeout 80m "$@" "${host[@]}"
 host_rc=$?

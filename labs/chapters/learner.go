@@ -254,11 +254,15 @@ func (lr *Learner) Expect(node, line, want string) Ref {
 	return c
 }
 
-// Poll runs line on node until shows holds for its output, retrying at most retries
-// times, every apart: logs and counters show a fault only once the workload has run
-// with it. A command that never shows it is an error. It returns the last run.
+// Poll runs line on node until shows holds for its output, retrying every apart:
+// logs and counters show a fault only once the workload has run with it. It tries
+// retries times what a lab playing by itself needs, twice that in all: the lab's
+// chart runs, where the fault shows, wait while a lab beside it that measures the fix
+// takes the host (session.Turns). A command that never shows it is an error. It
+// returns the last run.
 func (lr *Learner) Poll(node, line string, retries int, every time.Duration, shows func(record.Command) bool) Ref {
 	lr.T.Helper()
+	retries *= 2
 	for try := 0; ; try++ {
 		c := lr.Run(node, line)
 		cmd := lr.Command(c)

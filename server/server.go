@@ -118,6 +118,9 @@ type Server struct {
 	xlabs   examLabs
 	// replicas is nil unless Config.Advertise is set.
 	replicas *replicas
+	// rowCommands caches the last commands of the labs whose dashboard rows
+	// other replicas ask for.
+	rowCommands commandCache
 }
 
 // New builds a server.

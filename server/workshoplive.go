@@ -199,7 +199,11 @@ func (s *Server) workshopDashboardWS(c *gin.Context) {
 		if err != nil {
 			return nil, err
 		}
-		return s.dashboard(ctx, w, lang, cmds, time.Now())
+		d, err := s.dashboard(ctx, w, lang, cmds, time.Now())
+		if err != nil || s.replicas == nil {
+			return d, err
+		}
+		return d, s.elsewhereRows(c, w, d)
 	})
 }
 
@@ -287,8 +291,22 @@ type commandCache struct {
 }
 
 type cachedCommands struct {
-	at   time.Time
-	cmds []string
+	at    time.Time
+	cmds  []string
+	ended <-chan struct{}
+}
+
+// forgetEnded drops the commands of labs that ended.
+func (cc *commandCache) forgetEnded() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for id, c := range cc.labs {
+		select {
+		case <-c.ended:
+			delete(cc.labs, id)
+		default:
+		}
+	}
 }
 
 func (cc *commandCache) last(l *session.Lab) []string {
@@ -313,7 +331,7 @@ func (cc *commandCache) last(l *session.Lab) []string {
 	if len(out) > lastCommands {
 		out = out[len(out)-lastCommands:]
 	}
-	cc.labs[l.ID] = cachedCommands{at: at, cmds: out}
+	cc.labs[l.ID] = cachedCommands{at: at, cmds: out, ended: l.Ended()}
 	return out
 }
 

@@ -58,8 +58,10 @@ func (s *Server) workshopRoutes(r *gin.Engine) {
 	in.POST("/reset", s.workshopReset)
 	in.POST("/extend", s.workshopExtend)
 	in.POST("/end", s.workshopEnd)
-	in.GET("/learners/:uid", s.workshopLearner)
-	in.GET("/learners/:uid/term/:node/ws", s.workshopWatchTerminal)
+	in.GET("/live/rows", s.workshopLiveRows)
+	learner := in.Group("/learners/:uid", s.forwardToLearnersLab)
+	learner.GET("", s.workshopLearner)
+	learner.GET("/term/:node/ws", s.workshopWatchTerminal)
 }
 
 func (s *Server) workshopDB() store.Workshops { db, _ := s.store.(store.Workshops); return db }
@@ -510,49 +512,45 @@ func (s *Server) workshopInject(c *gin.Context) {
 	if !s.requireLive(c, w) {
 		return
 	}
-	ctx := c.Request.Context()
 	learner, _ := strconv.ParseInt(c.PostForm("learner"), 10, 64)
 	kind, node := c.PostForm("kind"), strings.TrimSpace(c.PostForm("node"))
 	if node == "" {
 		s.fail(c, formError("node", "empty"))
 		return
 	}
-	labs, err := s.workshopLabsOf(ctx, w, learner)
-	if err != nil {
-		s.fail(c, err)
+	res, ok := s.actOnLabs(c, w, learner, func(ctx context.Context, labs map[int64]*session.Lab) (res labResult) {
+		for m, l := range labs {
+			f, ok := extraFault(l.Variant, kind, node)
+			if !ok {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: %q is not a kind this lab allows", l.Variant.Scenario.ID, kind))
+				continue
+			}
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			cmd, err := l.Inject(fctx, f)
+			cancel()
+			if err == nil {
+				res.Done++
+				err = s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: m, Kind: evFault, Secret: kind + " · " + cmd})
+			}
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("learner %d: %v", m, err))
+			}
+		}
+		return res
+	})
+	if !ok {
 		return
 	}
-	if len(labs) == 0 {
+	if res.Done == 0 && len(res.Problems) == 0 {
 		s.fail(c, httpError{http.StatusConflict, "ws.err.nolab", ""})
 		return
 	}
-	var done int
-	var problems []string
-	for m, l := range labs {
-		f, ok := extraFault(l.Variant, kind, node)
-		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: %q is not a kind this lab allows", l.Variant.Scenario.ID, kind))
-			continue
-		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		cmd, err := l.Inject(fctx, f)
-		cancel()
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("learner %d: %v", m, err))
-			continue
-		}
-		done++
-		if err := s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: m, Kind: evFault, Secret: kind + " · " + cmd}); err != nil {
-			s.fail(c, err)
-			return
-		}
-	}
-	if done == 0 {
-		s.fail(c, httpError{http.StatusConflict, "ws.err.inject", strings.Join(problems, "; ")})
+	if res.Done == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.err.inject", strings.Join(res.Problems, "; ")})
 		return
 	}
 	if wantsJSON(c) {
-		c.JSON(http.StatusOK, gin.H{"injected": done, "problems": problems})
+		c.JSON(http.StatusOK, gin.H{"injected": res.Done, "problems": res.Problems})
 		return
 	}
 	s.backToWorkshop(c, w)
@@ -601,16 +599,17 @@ func (s *Server) workshopEnd(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	labs, err := s.workshopLabsOf(ctx, w, 0)
-	if err != nil {
-		s.fail(c, err)
+	_, ok := s.actOnLabs(c, w, 0, func(_ context.Context, labs map[int64]*session.Lab) labResult {
+		for _, l := range labs {
+			l.Stop()
+		}
+		for _, l := range labs {
+			<-l.Ended()
+		}
+		return labResult{Done: len(labs)}
+	})
+	if !ok {
 		return
-	}
-	for _, l := range labs {
-		l.Stop()
-	}
-	for _, l := range labs {
-		<-l.Ended()
 	}
 	if err := s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, Kind: evEnded}); err != nil {
 		s.fail(c, err)
@@ -655,25 +654,25 @@ func (s *Server) workshopHint(c *gin.Context) {
 	if !s.requireLive(c, w) {
 		return
 	}
-	ctx := c.Request.Context()
-	labs, err := s.workshopLabsOf(ctx, w, 0)
-	if err != nil {
-		s.fail(c, err)
+	res, ok := s.actOnLabs(c, w, 0, func(_ context.Context, labs map[int64]*session.Lab) (res labResult) {
+		for _, l := range labs {
+			if l.Variant.Scenario.ID == sc.ID && l.GiveHint(n-1) == nil {
+				res.Done++
+			}
+		}
+		return res
+	})
+	if !ok {
 		return
 	}
-	given := 0
-	for _, l := range labs {
-		if l.Variant.Scenario.ID == sc.ID && l.GiveHint(n-1) == nil {
-			given++
-		}
-	}
+	ctx := c.Request.Context()
 	e := &store.WorkshopEvent{WorkshopID: w.ID, Kind: evHint, Public: fmt.Sprintf("%d. %s · #%d", k, sc.Title, n), Secret: hintRef(sc.ID, n)}
 	if err := s.journal(ctx, e); err != nil {
 		s.fail(c, err)
 		return
 	}
 	if wantsJSON(c) {
-		c.JSON(http.StatusOK, gin.H{"given": given})
+		c.JSON(http.StatusOK, gin.H{"given": res.Done, "problems": res.Problems})
 		return
 	}
 	s.backToWorkshop(c, w)
@@ -707,25 +706,28 @@ func (s *Server) workshopReset(c *gin.Context) {
 	if !s.requireLive(c, w) {
 		return
 	}
-	ctx := c.Request.Context()
-	labs, err := s.workshopLabsOf(ctx, w, learner)
-	if err != nil {
-		s.fail(c, err)
+	res, ok := s.actOnLabs(c, w, learner, func(ctx context.Context, labs map[int64]*session.Lab) (res labResult) {
+		l := labs[learner]
+		if l == nil {
+			return res
+		}
+		l.Stop()
+		select {
+		case <-l.Ended():
+		case <-ctx.Done():
+			return res
+		}
+		res.Done++
+		if err := s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: learner, Kind: evReset, Secret: l.Variant.Scenario.ID}); err != nil {
+			res.Problems = append(res.Problems, err.Error())
+		}
+		return res
+	})
+	if !ok {
 		return
 	}
-	l := labs[learner]
-	if l == nil {
-		s.fail(c, httpError{http.StatusConflict, "ws.nolab", ""})
-		return
-	}
-	l.Stop()
-	select {
-	case <-l.Ended():
-	case <-ctx.Done():
-		return
-	}
-	if err := s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: learner, Kind: evReset, Secret: l.Variant.Scenario.ID}); err != nil {
-		s.fail(c, err)
+	if res.Done == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.nolab", strings.Join(res.Problems, "; ")})
 		return
 	}
 	s.backToWorkshop(c, w)
@@ -765,40 +767,35 @@ func (s *Server) workshopExtend(c *gin.Context) {
 	if !s.requireLive(c, w) {
 		return
 	}
-	ctx := c.Request.Context()
 	learner, _ := strconv.ParseInt(c.PostForm("learner"), 10, 64)
-	labs, err := s.workshopLabsOf(ctx, w, learner)
-	if err != nil {
-		s.fail(c, err)
+	res, ok := s.actOnLabs(c, w, learner, func(ctx context.Context, labs map[int64]*session.Lab) (res labResult) {
+		for m, l := range labs {
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			end, err := l.Extend(ectx, time.Duration(minutes)*time.Minute)
+			cancel()
+			if err == nil {
+				res.Done++
+				err = s.journal(ctx, &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: m, Kind: evExtend, Public: strconv.Itoa(minutes), Secret: end.UTC().Format("15:04:05 UTC")})
+			}
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("learner %d: %v", m, err))
+			}
+		}
+		return res
+	})
+	if !ok {
 		return
 	}
-	if len(labs) == 0 {
+	if res.Done == 0 && len(res.Problems) == 0 {
 		s.fail(c, httpError{http.StatusConflict, "ws.err.norunning", ""})
 		return
 	}
-	var done int
-	var problems []string
-	for m, l := range labs {
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		end, err := l.Extend(ectx, time.Duration(minutes)*time.Minute)
-		cancel()
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("learner %d: %v", m, err))
-			continue
-		}
-		done++
-		e := &store.WorkshopEvent{WorkshopID: w.ID, LearnerID: m, Kind: evExtend, Public: strconv.Itoa(minutes), Secret: end.UTC().Format("15:04:05 UTC")}
-		if err := s.journal(ctx, e); err != nil {
-			s.fail(c, err)
-			return
-		}
-	}
-	if done == 0 {
-		s.fail(c, httpError{http.StatusConflict, "ws.err.extend", strings.Join(problems, "; ")})
+	if res.Done == 0 {
+		s.fail(c, httpError{http.StatusConflict, "ws.err.extend", strings.Join(res.Problems, "; ")})
 		return
 	}
 	if wantsJSON(c) {
-		c.JSON(http.StatusOK, gin.H{"extended": done, "problems": problems})
+		c.JSON(http.StatusOK, gin.H{"extended": res.Done, "problems": res.Problems})
 		return
 	}
 	s.backToWorkshop(c, w)

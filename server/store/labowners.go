@@ -30,6 +30,9 @@ type LabOwners interface {
 	LabOwner(ctx context.Context, labID string) (*LabOwner, error)
 	// RunningLabs lists a learner's labs not marked ended, oldest first.
 	RunningLabs(ctx context.Context, learnerID int64) ([]LabOwner, error)
+	// WorkshopLabs lists the labs not marked ended of a workshop's members
+	// (any lab of theirs: the owner knows which are the workshop's), oldest first.
+	WorkshopLabs(ctx context.Context, workshopID int64) ([]LabOwner, error)
 	// EndLab marks a lab ended (once: the first time stays).
 	EndLab(ctx context.Context, labID string) error
 	// EndReplicaLabs marks every lab of a replica ended: it restarted, or is
@@ -86,16 +89,27 @@ func (s *sqlDB) LabOwner(ctx context.Context, labID string) (*LabOwner, error) {
 
 // RunningLabs implements LabOwners.
 func (s *sqlDB) RunningLabs(ctx context.Context, learnerID int64) ([]LabOwner, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+labOwnerColumns+" FROM lab_owners WHERE learner_id = $1 AND ended_at IS NULL ORDER BY started_at, lab_id", learnerID)
+	return s.labOwners(ctx, fmt.Sprintf("running labs of user %d", learnerID), "learner_id = $1", learnerID)
+}
+
+// WorkshopLabs implements LabOwners.
+func (s *sqlDB) WorkshopLabs(ctx context.Context, workshopID int64) ([]LabOwner, error) {
+	return s.labOwners(ctx, fmt.Sprintf("running labs of workshop %d", workshopID),
+		"learner_id IN (SELECT user_id FROM workshop_members WHERE workshop_id = $1)", workshopID)
+}
+
+// labOwners lists the labs not marked ended that match where, oldest first.
+func (s *sqlDB) labOwners(ctx context.Context, what, where string, arg any) ([]LabOwner, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+labOwnerColumns+" FROM lab_owners WHERE "+where+" AND ended_at IS NULL ORDER BY started_at, lab_id", arg)
 	if err != nil {
-		return nil, fmt.Errorf("running labs of user %d: %w", learnerID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []LabOwner
 	for rows.Next() {
 		o, err := scanLabOwner(rows)
 		if err != nil {
-			return nil, fmt.Errorf("running labs of user %d: %w", learnerID, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, *o)
 	}

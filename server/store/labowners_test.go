@@ -62,6 +62,17 @@ func testLabOwners(t *testing.T, open opener) {
 		}
 	}
 	running("l1", "l2", "l3")
+	// A workshop's labs are its members' running labs: b's only, b alone a member.
+	w := &store.Workshop{InstructorID: a.ID, Title: "w", Code: "OWNERS", Labs: []string{"x"}, LabTTL: time.Hour, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour)}
+	if err := s.CreateWorkshop(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.JoinWorkshop(ctx, w.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.WorkshopLabs(ctx, w.ID); err != nil || len(got) != 1 || got[0].LabID != "lb" || got[0].Replica != "http://10.0.0.2:8082" {
+		t.Errorf("WorkshopLabs = %+v, %v; want b's lb", got, err)
+	}
 	if err := s.EndLab(ctx, "l1"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/server/auth"
+	"github.com/commlab/commlab/server/store"
+)
+
+// An instructor's dashboard and actions reach the labs of every replica. An
+// action on the workshop's labs runs on this replica's labs, then goes, as the
+// same request with the hop header, once to each other replica that runs a lab
+// of the members concerned: one request a replica rather than one a lab, and
+// the receiver runs the action's own code on its own labs. The receiver checks
+// the instructor's session, role and CSRF token as for any request and answers
+// with what it did (labResult); this replica answers the instructor. The
+// dashboard asks those replicas for the rows of the learners whose labs they
+// run, and a learner's watch page and terminals go to the lab's replica.
+
+// labResult is what an instructor action did to the running labs it reached.
+type labResult struct {
+	Done     int      `json:"done"`
+	Problems []string `json:"problems"`
+}
+
+func (r *labResult) add(o labResult) {
+	r.Done += o.Done
+	r.Problems = append(r.Problems, o.Problems...)
+}
+
+// hopped says whether another replica forwarded this request.
+func hopped(c *gin.Context) bool { return c.GetHeader(hopHeader) != "" }
+
+// actOnLabs runs act on this replica's running labs of the workshop (learner 0:
+// every member's, else that learner's), then on the other replicas'. In a
+// forwarded request it acts here only, answers the result and says false, as it
+// does after answering an error.
+func (s *Server) actOnLabs(c *gin.Context, w *store.Workshop, learner int64, act func(ctx context.Context, labs map[int64]*session.Lab) labResult) (labResult, bool) {
+	ctx := c.Request.Context()
+	labs, err := s.workshopLabsOf(ctx, w, learner)
+	if err != nil {
+		s.fail(c, err)
+		return labResult{}, false
+	}
+	res := act(ctx, labs)
+	if hopped(c) {
+		c.JSON(http.StatusOK, res)
+		return res, false
+	}
+	others, err := s.otherReplicas(ctx, w, learner)
+	if err != nil {
+		s.fail(c, err)
+		return labResult{}, false
+	}
+	for _, base := range others {
+		var o labResult
+		if err := s.askReplica(c, base, c.Request.URL.Path, &o); err != nil {
+			res.Problems = append(res.Problems, err.Error())
+			continue
+		}
+		res.add(o)
+	}
+	return res, true
+}
+
+// otherReplicas are the replicas besides this one that run a lab of the
+// workshop's member (learner 0: of any member); none without replicas.
+func (s *Server) otherReplicas(ctx context.Context, w *store.Workshop, learner int64) ([]string, error) {
+	r := s.replicas
+	if r == nil {
+		return nil, nil
+	}
+	var running []store.LabOwner
+	var err error
+	if learner != 0 {
+		running, err = r.owners.RunningLabs(ctx, learner)
+	} else {
+		running, err = r.owners.WorkshopLabs(ctx, w.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range running {
+		if o.Replica != r.self && !slices.Contains(out, o.Replica) {
+			out = append(out, o.Replica)
+		}
+	}
+	return out, nil
+}
+
+// askReplica sends this request (a POST with its form) to path on the replica
+// at base as a forwarded request, with the instructor's cookies and CSRF
+// header, and decodes its JSON answer into v.
+func (s *Server) askReplica(c *gin.Context, base, path string, v any) error {
+	method, body := http.MethodGet, io.Reader(nil)
+	if c.Request.Method == http.MethodPost {
+		method, body = http.MethodPost, strings.NewReader(c.Request.PostForm.Encode())
+	}
+	req, err := http.NewRequestWithContext(c.Request.Context(), method, base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Host = c.Request.Host
+	for _, h := range []string{"Cookie", auth.CSRFHeader} {
+		if v := c.GetHeader(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(hopHeader, s.replicas.self)
+	resp, err := s.replicas.hop.RoundTrip(req)
+	if err != nil {
+		s.log.Warn("replica unreachable", "replica", base, "path", path, "err", err)
+		return fmt.Errorf("%s: %s", base, errOwnerGone.message(langOf(c)))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return fmt.Errorf("%s: %w", base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = resp.Status
+		}
+		return fmt.Errorf("%s: %s", base, e.Error)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", base, err)
+	}
+	return nil
+}
+
+// forwardToLearnersLab sends the instructor's view of a learner (their page and
+// terminals) to the replica that runs the learner's lab when this one does not.
+func (s *Server) forwardToLearnersLab(c *gin.Context) {
+	w := workshopOf(c)
+	uid, _ := strconv.ParseInt(c.Param("uid"), 10, 64)
+	if s.replicas == nil || hopped(c) || s.runningLabIn(w, uid) != nil {
+		c.Next()
+		return
+	}
+	others, err := s.otherReplicas(c.Request.Context(), w, uid)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if len(others) == 0 {
+		c.Next()
+		return
+	}
+	s.proxyTo(c, others[len(others)-1]) // the newest lab's replica
+	c.Abort()
+}
+
+// workshopLiveRows answers another replica's dashboard: the rows of the members
+// whose lab of the workshop runs here.
+func (s *Server) workshopLiveRows(c *gin.Context) {
+	w := workshopOf(c)
+	members, err := s.workshopDB().Roster(c.Request.Context(), w)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.rowCommands.forgetEnded()
+	rows := []dashLearner{}
+	for _, m := range members {
+		if s.runningLabIn(w, m.ID) != nil {
+			rows = append(rows, s.dashLearner(w, m, langOf(c), &s.rowCommands, time.Now()))
+		}
+	}
+	c.JSON(http.StatusOK, rows)
+}
+
+// elsewhereRows puts into d the rows that the other replicas running labs of
+// the workshop's members give for them: one query and one request a replica
+// whatever the cohort's size. A replica that does not answer leaves its
+// learners' rows as this replica sees them (no running lab).
+func (s *Server) elsewhereRows(c *gin.Context, w *store.Workshop, d *dashboard) error {
+	others, err := s.otherReplicas(c.Request.Context(), w, 0)
+	if err != nil {
+		return err
+	}
+	for _, base := range others {
+		var rows []dashLearner
+		if err := s.askReplica(c, base, fmt.Sprintf("/workshops/%d/live/rows", w.ID), &rows); err != nil {
+			s.log.Warn("dashboard rows", "workshop", w.ID, "err", err)
+			continue
+		}
+		for _, r := range rows {
+			if i := slices.IndexFunc(d.Learners, func(l dashLearner) bool { return l.ID == r.ID }); i >= 0 {
+				d.Learners[i] = r
+			}
+		}
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -188,5 +189,126 @@ func TestAdvertisedURL(t *testing.T) {
 		if got != want || (err == nil) != (want != "") {
 			t.Errorf("advertisedURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// TestReplicasWorkshop: an instructor served by replica B sees and steers a
+// workshop lab that runs on replica A: its row on the dashboard, an extra
+// fault, a hint, more time, the read-only terminal and a reset.
+func TestReplicasWorkshop(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice, inst := newClient(), newClient()
+	a, b := startReplica(t, st, alice), startReplica(t, st, inst)
+	a.register(alice, "alice@example.com")
+	b.register(inst, "inst@example.com")
+	ids := map[*http.Client]int64{}
+	for c, email := range map[*http.Client]string{alice: "alice@example.com", inst: "inst@example.com"} {
+		u, err := st.UserByEmail(ctx, email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[c] = u.ID
+	}
+	if err := st.SetRole(ctx, ids[inst], store.RoleInstructor); err != nil {
+		t.Fatal(err)
+	}
+	w := &store.Workshop{InstructorID: ids[inst], Title: "t", Code: "TWOREPS", Labs: []string{"ch08-link-loss"}, Opened: 1,
+		LabTTL: 30 * time.Minute, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour)}
+	if err := st.CreateWorkshop(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.JoinWorkshop(ctx, w.ID, ids[alice]); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/workshops/%d", w.ID)
+	wa, wb := &workshopEnv{labEnv: a.labEnv, inst: inst}, &workshopEnv{labEnv: b.labEnv, inst: inst}
+
+	code, body, h := wa.postAs(alice, path, path+"/labs/1/start", url.Values{}, "")
+	if code != http.StatusSeeOther {
+		t.Fatalf("start on A: %d\n%.300s", code, body)
+	}
+	labPath := h.Get("Location")
+	l, ok := a.mgr.Current(ids[alice])
+	if !ok {
+		t.Fatal("no lab on A")
+	}
+	for deadline := time.Now().Add(10 * time.Second); l.Status().State != session.Ready; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lab not ready: %+v", l.Status())
+		}
+	}
+
+	row := func() dashLearner {
+		t.Helper()
+		d := wb.dashboardNow(path)
+		if len(d.Learners) != 1 {
+			t.Fatalf("dashboard through B: %+v", d)
+		}
+		return d.Learners[0]
+	}
+	if r := row(); r.Cells[0].State != "working" || r.Running != 0 || len(r.Nodes) != 4 || r.Idle < 0 {
+		t.Errorf("alice's row through B: %+v, want her lab on A working", r)
+	}
+
+	learner := fmt.Sprint(ids[alice])
+	for _, tc := range []struct {
+		action string
+		form   url.Values
+		want   string
+	}{
+		{"inject", url.Values{"learner": {learner}, "kind": {"loss"}, "node": {"node3"}}, `"injected":1`},
+		{"hint", url.Values{"lab": {"1"}, "n": {"1"}}, `"given":1`},
+		{"extend", url.Values{"learner": {"0"}, "minutes": {"15"}}, `"extended":1`},
+	} {
+		if code, body, _ := wb.postAs(inst, path, path+"/"+tc.action, tc.form, "application/json"); code != http.StatusOK || !strings.Contains(body, tc.want) {
+			t.Errorf("%s through B: %d %s, want 200 and %s", tc.action, code, body, tc.want)
+		}
+	}
+	if got := l.Injected(); len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "node3: inject loss") {
+		t.Errorf("injected on A: %q", got)
+	}
+	if open := l.HintsOpen(); len(open) != 1 || open[0] != 0 {
+		t.Errorf("hints open on A: %v, want hint 1", open)
+	}
+	if left := time.Until(l.Status().Expires); left < 44*time.Minute || left > 45*time.Minute {
+		t.Errorf("lab on A ends in %s, want 30m + 15m", left)
+	}
+	if d := wb.dashboardNow(path); !strings.Contains(fmt.Sprint(d.Timeline), "loss · node3") {
+		t.Errorf("the timeline through B lacks the fault: %+v", d.Timeline)
+	}
+
+	// The read-only view through B: alice's page and terminal, from A.
+	if code, body, _ := b.do(inst, "GET", path+"/learners/"+learner, nil); code != http.StatusOK || !strings.Contains(body, "node1") {
+		t.Errorf("alice's watch page through B: %d\n%.300s", code, body)
+	}
+	a.ws(labPath+"/term/node1/ws", []byte("learner-typed\r"))
+	b.c = inst
+	if seen := strings.Join(b.ws(path+"/learners/"+learner+"/term/node1/ws", []byte("instructor-typed\r")), ""); !strings.Contains(seen, "learner-typed") {
+		t.Errorf("alice's terminal through B: %q", seen)
+	}
+	if seen := strings.Join(a.ws(labPath+"/term/node1/ws", nil), ""); strings.Contains(seen, "instructor-typed") {
+		t.Errorf("the instructor's keys reached alice's shell: %q", seen)
+	}
+
+	// A reset through B ends the lab on A; the row says so.
+	if code, body, _ := wb.postAs(inst, path, path+"/reset", url.Values{"learner": {learner}}, "application/json"); code != http.StatusOK {
+		t.Errorf("reset through B: %d %s", code, body)
+	}
+	if l.Running() {
+		t.Error("alice's lab on A runs after the reset")
+	}
+	if r := row(); r.Running != -1 || r.Cells[0].State != "notstarted" {
+		t.Errorf("alice's row after the reset: %+v", r)
+	}
+	if a.hops.Load() < 7 {
+		t.Errorf("A saw %d forwarded requests, want 7 or more", a.hops.Load())
+	}
+	if b.hops.Load() != 0 {
+		t.Errorf("B saw %d forwarded requests, want none", b.hops.Load())
 	}
 }

@@ -204,8 +204,8 @@ func TestReplicasWorkshop(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	alice, inst := newClient(), newClient()
 	a, b := startReplica(t, st, alice), startReplica(t, st, inst)
+	b.register(inst, "inst@example.com") // the first account is an admin
 	a.register(alice, "alice@example.com")
-	b.register(inst, "inst@example.com")
 	ids := map[*http.Client]int64{}
 	for c, email := range map[*http.Client]string{alice: "alice@example.com", inst: "inst@example.com"} {
 		u, err := st.UserByEmail(ctx, email)
@@ -305,8 +305,37 @@ func TestReplicasWorkshop(t *testing.T) {
 	if r := row(); r.Running != -1 || r.Cells[0].State != "notstarted" {
 		t.Errorf("alice's row after the reset: %+v", r)
 	}
-	if a.hops.Load() < 7 {
-		t.Errorf("A saw %d forwarded requests, want 7 or more", a.hops.Load())
+	// The hop grants nothing: a learner's forwarded request for the rows or an
+	// action is refused by the owner as any learner's is.
+	for _, p := range []string{"/live/rows", "/learners/" + learner} {
+		req, _ := http.NewRequest("GET", a.url+path+p, nil)
+		req.Header.Set(hopHeader, b.url)
+		if resp, err := alice.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("alice's forwarded GET %s: %v %v, want 404", p, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	if code, _, _ := wb.postAs(alice, path, path+"/extend", url.Values{"learner": {"0"}, "minutes": {"5"}}, "application/json"); code != http.StatusNotFound {
+		t.Errorf("alice extended through B: %d, want 404", code)
+	}
+
+	// Ending the workshop through B stops alice's new lab on A.
+	if code, body, _ := wa.postAs(alice, path, path+"/labs/1/start", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("start again on A: %d\n%.300s", code, body)
+	}
+	l, ok = a.mgr.Current(ids[alice])
+	if !ok {
+		t.Fatal("no new lab on A")
+	}
+	if code, body, _ := wb.postAs(inst, path, path+"/end", url.Values{}, "application/json"); code != http.StatusOK {
+		t.Errorf("end through B: %d %s", code, body)
+	}
+	if l.Running() {
+		t.Error("alice's lab on A runs after the workshop ended")
+	}
+	if a.hops.Load() < 8 {
+		t.Errorf("A saw %d forwarded requests, want 8 or more", a.hops.Load())
 	}
 	if b.hops.Load() != 0 {
 		t.Errorf("B saw %d forwarded requests, want none", b.hops.Load())

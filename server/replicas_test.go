@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -277,6 +278,15 @@ func TestReplicasWorkshop(t *testing.T) {
 	}
 	if left := time.Until(l.Status().Expires); left < 44*time.Minute || left > 45*time.Minute {
 		t.Errorf("lab on A ends in %s, want 30m + 15m", left)
+	}
+	// Alice's feed and workshop page through B follow her lab on A.
+	var live learnerLive
+	if frames := wb.wsAs(alice, path+"/events/ws", nil); len(frames) == 0 || json.Unmarshal([]byte(frames[0]), &live) != nil || live.Lab == nil ||
+		live.Lab.ID != l.ID || !live.Lab.Expires.Equal(l.Status().Expires) || len(live.Lab.Hints) != 1 {
+		t.Errorf("alice's feed through B: %+v", live)
+	}
+	if _, page, _ := b.do(alice, "GET", path, nil); !strings.Contains(page, `href="/lab/`+l.ID+`" id="current-lab"`) {
+		t.Error("alice's workshop page through B has no link to her lab on A")
 	}
 	if d := wb.dashboardNow(path); !strings.Contains(fmt.Sprint(d.Timeline), "loss · node3") {
 		t.Errorf("the timeline through B lacks the fault: %+v", d.Timeline)

@@ -138,11 +138,13 @@ func (s *Server) workshopLearnerWS(c *gin.Context) {
 		}
 		d := learnerLive{Opened: w.Opened, Ended: w.Ended(), Timeline: s.timeline(lang, evs, false, nil)}
 		// The member's own lab only: a snapshot per learner stays O(1) in the cohort.
-		if l := s.runningLabIn(w, u.ID); l != nil {
-			d.Lab = &liveLab{ID: l.ID, Expires: l.Status().Expires, Hints: openHints(l)}
-		}
+		d.Lab = s.memberLab(c, w, u.ID)
 		return d, nil
 	})
+}
+
+func newLiveLab(l *session.Lab) *liveLab {
+	return &liveLab{ID: l.ID, Expires: l.Status().Expires, Hints: openHints(l)}
 }
 
 func openHints(l *session.Lab) []openHint {

@@ -146,6 +146,44 @@ func (s *Server) askReplica(c *gin.Context, base, path string, v any) error {
 	return nil
 }
 
+// memberLab is the member's running lab of the workshop, nil if none: this
+// replica's, or one another replica runs, which it asks (one query and a
+// request a replica that runs a lab of the member).
+func (s *Server) memberLab(c *gin.Context, w *store.Workshop, member int64) *liveLab {
+	if l := s.runningLabIn(w, member); l != nil {
+		return newLiveLab(l)
+	}
+	if hopped(c) {
+		return nil
+	}
+	others, err := s.otherReplicas(c.Request.Context(), w, member)
+	if err != nil {
+		s.log.Warn("workshop lab elsewhere", "workshop", w.ID, "learner", member, "err", err)
+		return nil
+	}
+	for _, base := range others {
+		var l *liveLab
+		if err := s.askReplica(c, base, fmt.Sprintf("/workshops/%d/live/lab", w.ID), &l); err != nil {
+			s.log.Warn("workshop lab elsewhere", "workshop", w.ID, "learner", member, "err", err)
+			continue
+		}
+		if l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// workshopOwnLab answers another replica: the member's running lab of the
+// workshop here, or null.
+func (s *Server) workshopOwnLab(c *gin.Context) {
+	var l *liveLab
+	if sl := s.runningLabIn(workshopOf(c), userOf(c).ID); sl != nil {
+		l = newLiveLab(sl)
+	}
+	c.JSON(http.StatusOK, l)
+}
+
 // forwardToLearnersLab sends the instructor's view of a learner (their page and
 // terminals) to the replica that runs the learner's lab when this one does not.
 func (s *Server) forwardToLearnersLab(c *gin.Context) {

@@ -48,6 +48,7 @@ func (s *Server) workshopRoutes(r *gin.Engine) {
 	w := g.Group("/:wid", s.loadWorkshop)
 	w.GET("", s.workshopPage)
 	w.GET("/events/ws", s.workshopLearnerWS)
+	w.GET("/live/lab", s.workshopOwnLab)
 	w.POST("/labs/:n/start", s.workshopLabStart)
 	in := w.Group("", s.requireWorkshopInstructor)
 	in.GET("/live/ws", s.workshopDashboardWS)
@@ -298,7 +299,7 @@ type workshopPageData struct {
 	// HintNs are the hint numbers the reveal form offers: 1 to the most any lab has.
 	HintNs   []int
 	Timeline []timelineEntry
-	Current  *session.Lab
+	Current  *liveLab
 }
 
 // timelineEntry is a journal line in the reader's language; Secret is set for the
@@ -344,10 +345,8 @@ func (s *Server) workshopPage(c *gin.Context) {
 				}
 			}
 		}
-	} else if s.labs != nil {
-		if l, ok := s.practiceLab(u.ID); ok && l.Running() && containsStr(w.Labs, l.Variant.Scenario.ID) {
-			d.Current = l
-		}
+	} else {
+		d.Current = s.memberLab(c, w, u.ID)
 	}
 	evs, err := s.workshopDB().WorkshopEvents(c.Request.Context(), w.ID, learner)
 	if err != nil {

@@ -159,7 +159,7 @@ func (r *replicas) answers(ctx context.Context, base string) bool {
 func (s *Server) forwardLab(c *gin.Context) {
 	r := s.replicas
 	u := userOf(c)
-	if r == nil || u == nil || c.GetHeader(hopHeader) != "" || !strings.HasPrefix(c.FullPath(), "/lab/:sid") {
+	if r == nil || u == nil || hopped(c) || !strings.HasPrefix(c.FullPath(), "/lab/:sid") {
 		c.Next()
 		return
 	}

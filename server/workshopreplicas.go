@@ -26,7 +26,12 @@ import (
 // the instructor's session, role and CSRF token as for any request and answers
 // with what it did (labResult); this replica answers the instructor. The
 // dashboard asks those replicas for the rows of the learners whose labs they
-// run, and a learner's watch page and terminals go to the lab's replica.
+// run; the instructor's view of a learner (page, terminals) goes to the lab's
+// replica, and a member's own workshop page and feed ask it for their lab.
+
+// askTimeout bounds a live view's question to another replica (an action
+// waits as long as its labs take).
+const askTimeout = 5 * time.Second
 
 // labResult is what an instructor action did to the running labs it reached.
 type labResult struct {
@@ -104,11 +109,17 @@ func (s *Server) otherReplicas(ctx context.Context, w *store.Workshop, learner i
 // at base as a forwarded request, with the instructor's cookies and CSRF
 // header, and decodes its JSON answer into v.
 func (s *Server) askReplica(c *gin.Context, base, path string, v any) error {
+	ctx := c.Request.Context()
 	method, body := http.MethodGet, io.Reader(nil)
 	if c.Request.Method == http.MethodPost {
 		method, body = http.MethodPost, strings.NewReader(c.Request.PostForm.Encode())
+	} else {
+		// A live view's snapshot waits this long at most for a replica that hangs.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, askTimeout)
+		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(c.Request.Context(), method, base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return err
 	}

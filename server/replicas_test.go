@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/commlab/commlab/course"
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/server/store"
@@ -26,7 +28,8 @@ import (
 // host), the store shared with the other.
 type replica struct {
 	*labEnv
-	hs *httptest.Server
+	srv *Server
+	hs  *httptest.Server
 	// hops counts the requests another replica forwarded here.
 	hops atomic.Int64
 }
@@ -56,6 +59,7 @@ func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
 		}
 		h.ServeHTTP(w, req)
 	})
+	r.srv = srv
 	r.labEnv = &labEnv{testEnv: &testEnv{t: t, url: r.hs.URL, store: st, c: c}, host: host, mgr: mgr}
 	return r
 }
@@ -349,5 +353,84 @@ func TestReplicasWorkshop(t *testing.T) {
 	}
 	if b.hops.Load() != 0 {
 		t.Errorf("B saw %d forwarded requests, want none", b.hops.Load())
+	}
+}
+
+// TestReplicasDashboardQueries: the rows that replica A gives B's dashboard
+// cost the same store queries, on both replicas together, for one learner's
+// lab on A as for five.
+func TestReplicasDashboardQueries(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenSQLiteVia(ctx, "sqlite-counting", filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	inst := newClient()
+	a, b := startReplica(t, st, inst), startReplica(t, st, inst)
+	b.register(inst, "inst@example.com")
+	iu, err := st.UserByEmail(ctx, "inst@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lab = "ch08-link-loss"
+	w := &store.Workshop{InstructorID: iu.ID, Title: "t", Code: "COUNTREPS", Labs: []string{lab}, Opened: 1,
+		LabTTL: 30 * time.Minute, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour)}
+	if err := st.CreateWorkshop(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := a.srv.scenario(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := 0
+	grow := func(n int) {
+		for ; members < n; members++ {
+			u := &store.User{Email: fmt.Sprintf("l%d@example.com", members), Name: fmt.Sprintf("学员%d", members), Role: store.RoleLearner, PasswordHash: "x"}
+			if err := st.CreateUser(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.JoinWorkshop(ctx, w.ID, u.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.srv.startLab(ctx, u.ID, sc.Draw(uint64(members)), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A snapshot as B's dashboard websocket makes it, with the instructor's cookie.
+	req := httptest.NewRequest("GET", b.url+fmt.Sprintf("/workshops/%d/live/ws", w.ID), nil)
+	u, _ := url.Parse(b.url)
+	for _, ck := range inst.Jar.Cookies(u) {
+		req.AddCookie(ck)
+	}
+	snapshot := func() (*dashboard, int64) {
+		t.Helper()
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = req
+		d, err := b.srv.dashboard(ctx, w, "zh-CN", &commandCache{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := statements.Load()
+		if err := b.srv.elsewhereRows(c, w, d); err != nil {
+			t.Fatal(err)
+		}
+		return d, statements.Load() - before
+	}
+	grow(1)
+	d, one := snapshot()
+	grow(5)
+	d5, five := snapshot()
+	for _, d := range []*dashboard{d, d5} {
+		for _, l := range d.Learners {
+			if l.Running != 0 {
+				t.Errorf("%s's row through B: %+v, want the lab on A running", l.Name, l)
+			}
+		}
+	}
+	t.Logf("queries: %d for 1, %d for 5", one, five)
+	if len(d5.Learners) != 5 || one != five {
+		t.Errorf("the rows from A: %d queries for 1 learner, %d for %d; want the same", one, five, len(d5.Learners))
 	}
 }

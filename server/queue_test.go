@@ -86,6 +86,10 @@ func TestLabPageShowsQueue(t *testing.T) {
 	if !strings.Contains(page, `<p id="queue" class="muted">`+html.EscapeString(want)+`</p>`) {
 		t.Errorf("the lab page lacks the queue line %q", want)
 	}
+	// No terminal is open yet: the page must not say so.
+	if !strings.Contains(page, "The lab is starting:") || strings.Contains(page, "The terminals are open") {
+		t.Errorf("the scoring line of a queued lab:\n%s", page)
+	}
 	e.do(e.c, "GET", "/lang/zh", nil)
 	if zh := state().QueueText; zh != "在队列中排第 3 位。原因：Priority（前面还有优先级更高的作业，它们先开始）" {
 		t.Errorf("queue text in Chinese: %q", zh)

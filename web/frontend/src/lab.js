@@ -329,8 +329,9 @@ function pollState(page, session, hasTerminals) {
       const queue = document.querySelector("#queue");
       if (queue) { queue.textContent = s.queue_text || ""; queue.hidden = !s.queue_text; }
       if (!s.running || (!hasTerminals && s.nodes && s.nodes.length)) { location.reload(); return; }
+      const sc = document.querySelector("#scoring");
+      if (sc && s.state === "ready" && !s.confirmed) sc.textContent = sc.dataset.pendingText; // the terminals are open now
       if (s.confirmed) {
-        const sc = document.querySelector("#scoring");
         if (sc) { sc.textContent = sc.dataset.confirmedText; sc.className = "ok"; }
         bar?.remove(); msg?.remove(); document.querySelector("#queue")?.remove();
         page.dataset.confirmed = "true";

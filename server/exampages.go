@@ -620,20 +620,13 @@ func (s *Server) sweepAttempts(ctx context.Context) {
 	if s.exams == nil || s.ca == nil || s.examDB() == nil {
 		return
 	}
-	t := time.NewTicker(30 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			atts, err := s.examDB().Attempts(ctx, "", 0)
-			if err == nil {
-				err = s.finishDue(ctx, atts)
-			}
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("submit timed-out exam attempts", "err", err)
-			}
+	every(ctx, 30*time.Second, func() {
+		atts, err := s.examDB().Attempts(ctx, "", 0)
+		if err == nil {
+			err = s.finishDue(ctx, atts)
 		}
-	}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("submit timed-out exam attempts", "err", err)
+		}
+	})
 }

@@ -87,7 +87,7 @@ func TestLabPageShowsQueue(t *testing.T) {
 		t.Errorf("the lab page lacks the queue line %q", want)
 	}
 	// No terminal is open yet: the page must not say so.
-	if !strings.Contains(page, "The lab is starting:") || strings.Contains(page, "The terminals are open") {
+	if !strings.Contains(page, `">The lab is starting:`) || strings.Contains(page, `">The terminals are open`) {
 		t.Errorf("the scoring line of a queued lab:\n%s", page)
 	}
 	e.do(e.c, "GET", "/lang/zh", nil)

@@ -246,16 +246,9 @@ func (r *replicas) endAll(ctx context.Context) error {
 
 // sweepLabOwners forgets, every hour, the owners of labs started over a day ago.
 func (s *Server) sweepLabOwners(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.replicas.owners.DeleteLabOwners(ctx, time.Now().Add(-ownerKeep)); err != nil {
-				s.log.Warn("delete old lab owners", "err", err)
-			}
+	every(ctx, time.Hour, func() {
+		if _, err := s.replicas.owners.DeleteLabOwners(ctx, time.Now().Add(-ownerKeep)); err != nil {
+			s.log.Warn("delete old lab owners", "err", err)
 		}
-	}
+	})
 }

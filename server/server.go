@@ -227,18 +227,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // sweepSessions deletes expired sessions every hour.
 func (s *Server) sweepSessions(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
+	every(ctx, time.Hour, func() {
+		if n, err := s.store.DeleteExpiredSessions(ctx); err != nil {
+			s.log.Warn("delete expired sessions", "err", err)
+		} else if n > 0 {
+			s.log.Info("deleted expired sessions", "count", n)
+		}
+	})
+}
+
+// every calls f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := s.store.DeleteExpiredSessions(ctx); err != nil {
-				s.log.Warn("delete expired sessions", "err", err)
-			} else if n > 0 {
-				s.log.Info("deleted expired sessions", "count", n)
-			}
+			f()
 		}
 	}
 }

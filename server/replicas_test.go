@@ -386,13 +386,7 @@ func TestReplicasDashboardQueries(t *testing.T) {
 	members := 0
 	grow := func(n int) {
 		for ; members < n; members++ {
-			u := &store.User{Email: fmt.Sprintf("l%d@example.com", members), Name: fmt.Sprintf("学员%d", members), Role: store.RoleLearner, PasswordHash: "x"}
-			if err := st.CreateUser(ctx, u); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.JoinWorkshop(ctx, w.ID, u.ID); err != nil {
-				t.Fatal(err)
-			}
+			u := joinLearner(t, st, w, members)
 			if _, err := a.srv.startLab(ctx, u.ID, sc.Draw(uint64(members)), time.Hour); err != nil {
 				t.Fatal(err)
 			}

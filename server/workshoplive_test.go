@@ -88,13 +88,7 @@ func TestDashboardQueries(t *testing.T) {
 	members := 0
 	grow := func(n int) {
 		for ; members < n; members++ {
-			u := &store.User{Email: fmt.Sprintf("l%d@example.com", members), Name: fmt.Sprintf("学员%d", members), Role: store.RoleLearner, PasswordHash: "x"}
-			if err := st.CreateUser(ctx, u); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.JoinWorkshop(ctx, w.ID, u.ID); err != nil {
-				t.Fatal(err)
-			}
+			u := joinLearner(t, st, w, members)
 			if err := st.RecordLab(ctx, u.ID, "ch08", lab, 0.5+float64(members%2)/2, members%2 == 1); err != nil {
 				t.Fatal(err)
 			}
@@ -133,4 +127,18 @@ func TestDashboardQueries(t *testing.T) {
 	if counts[0] != counts[1] || counts[0] > 2 {
 		t.Errorf("a dashboard snapshot took %d statements with 2 learners and %d with 40; want the same, at most 2", counts[0], counts[1])
 	}
+}
+
+// joinLearner makes learner i (l<i>@example.com) and joins them to w.
+func joinLearner(t *testing.T, st store.DB, w *store.Workshop, i int) *store.User {
+	t.Helper()
+	ctx := context.Background()
+	u := &store.User{Email: fmt.Sprintf("l%d@example.com", i), Name: fmt.Sprintf("学员%d", i), Role: store.RoleLearner, PasswordHash: "x"}
+	if err := st.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.JoinWorkshop(ctx, w.ID, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -28,7 +28,8 @@ func BenchmarkLearnerLoad(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("COMMLAB_LOAD_LEARNERS")); err == nil && v > 0 {
 		n = v
 	}
-	hs, mgr, _ := labServer(b) // workloads stream, as in a class
+	// Workloads stream, as in a class, taking turns as serve's do (--chart-runs).
+	hs, mgr, _ := labServer(b, func(c *session.Config) { c.Turns = &session.Turns{Charts: session.HostCharts()} })
 	var (
 		mu  sync.Mutex
 		lat = map[string][]time.Duration{}

@@ -130,3 +130,11 @@ func TestServeConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServeChartRunsFlag: a negative --chart-runs is refused before anything starts.
+func TestServeChartRunsFlag(t *testing.T) {
+	_, err := run(t, "serve", "--chart-runs", "-1", "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "--chart-runs -1") {
+		t.Errorf("serve --chart-runs -1: err %v, want one naming the flag", err)
+	}
+}

@@ -32,6 +32,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		content string
 		cfg     server.Config
 		allowHW bool
+		charts  int
 		config  string
 	)
 	cmd := &cobra.Command{
@@ -67,6 +68,9 @@ server serves alone and forwards nothing.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.Default()
+			if charts < 0 {
+				return fmt.Errorf("--chart-runs %d: want 0 (no limit) or more", charts)
+			}
 			var cluster *slurm.Config
 			if config != "" {
 				var err error
@@ -113,7 +117,7 @@ server serves alone and forwards nothing.`,
 					return err
 				}
 			} else {
-				labs, off = startLabs(ctx, g.dataDir, allowHW, log)
+				labs, off = startLabs(ctx, g.dataDir, allowHW, charts, log)
 			}
 			if labs != nil { // a nil *Manager must not become a non-nil interface
 				deps.Labs = labs
@@ -138,12 +142,13 @@ server serves alone and forwards nothing.`,
 	cmd.Flags().StringVar(&config, "config", "", "server configuration file (YAML); a cluster section runs labs as Slurm jobs (docs/slurm.md)")
 	cmd.Flags().StringVar(&cfg.Advertise, "advertise", "", "this replica's URL as the other replicas reach it (http://host:port): forward requests for labs between replicas (needs a PostgreSQL --store)")
 	cmd.Flags().BoolVar(&allowHW, "allow-hardware-faults", false, "let labs apply hardware fault kinds (pcie-speed); unsafe on a machine others use")
+	cmd.Flags().IntVar(&charts, "chart-runs", session.HostCharts(), "how many labs' chart workloads may run at once on this host (the rest wait their turn), so that a class's labs leave CPU to the learners' shells and the server; 0: no limit")
 	return cmd
 }
 
 // startLabs sweeps what a crashed run left behind, starts the fault watchdog and
 // returns the lab manager; without root it returns why labs are off instead.
-func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logger) (*session.Manager, error) {
+func startLabs(ctx context.Context, dataDir string, allowHW bool, charts int, log *slog.Logger) (*session.Manager, error) {
 	if runtime.GOOS != "linux" {
 		log.Warn("labs are off", "why", labs.ErrNeedsLinux)
 		return nil, labs.ErrNeedsLinux
@@ -176,7 +181,7 @@ func startLabs(ctx context.Context, dataDir string, allowHW bool, log *slog.Logg
 		Provider: backend.Local{DataDir: dataDir, Exe: exe, Log: log},
 		Faults:   backend.Faults{In: inj},
 		DataDir:  dataDir,
-		Turns:    new(session.Turns), // every lab's workload runs on this host
+		Turns:    &session.Turns{Charts: charts}, // every lab's workload runs on this host
 		Log:      log,
 	}), nil
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -24,12 +25,18 @@ type Turns struct {
 	// them; 0 means 20 s. A lab's evidence comes from its chart runs, so a queue of
 	// other labs' gradings must not starve it.
 	Patience time.Duration
+	// Charts is how many streaming chart runs (Stream) may run at once; 0 means no
+	// limit. A class's labs each stream their workload, and on a small host they would
+	// take every CPU from the learners' shells and the server (HostCharts sizes it). A
+	// lab's start (Chart) is not held back by it.
+	Charts int
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever the host's state changes
 	graded  bool          // a graded run holds the host
 	waiting int           // graded runs waiting for their turn
 	charts  int           // chart runs in flight
+	streams int           // of which streaming runs
 }
 
 // Graded waits for the host and returns the function that gives it back. It fails
@@ -69,6 +76,16 @@ func (t *Turns) Graded(ctx context.Context) (release func(), err error) {
 // returns the function to call when the chart's run is over. It fails only when ctx
 // ends first.
 func (t *Turns) Chart(ctx context.Context) (release func(), err error) {
+	return t.chart(ctx, false)
+}
+
+// Stream is Chart for one of a lab's streaming runs: it also waits for room under
+// Charts, even once its patience is spent.
+func (t *Turns) Stream(ctx context.Context) (release func(), err error) {
+	return t.chart(ctx, true)
+}
+
+func (t *Turns) chart(ctx context.Context, capped bool) (release func(), err error) {
 	if t == nil {
 		return func() {}, nil
 	}
@@ -78,20 +95,33 @@ func (t *Turns) Chart(ctx context.Context) (release func(), err error) {
 	if patience <= 0 {
 		patience = 20 * time.Second
 	}
+	room := func() bool { return !capped || t.Charts <= 0 || t.streams < t.Charts }
 	pctx, cancel := context.WithTimeout(ctx, patience)
-	err = t.wait(pctx, func() bool { return !t.graded && t.waiting == 0 })
+	err = t.wait(pctx, func() bool { return !t.graded && t.waiting == 0 && room() })
 	cancel()
-	if err != nil && ctx.Err() != nil {
+	if err != nil && ctx.Err() == nil {
+		err = t.wait(ctx, room) // patience spent: beside graded runs, never past the limit
+	}
+	if err != nil {
 		return nil, err
 	}
 	t.charts++
+	if capped {
+		t.streams++
+	}
 	return sync.OnceFunc(func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.charts--
+		if capped {
+			t.streams--
+		}
 		t.notify()
 	}), nil
 }
+
+// HostCharts is a host's default Turns.Charts: half its CPUs, at least one.
+func HostCharts() int { return max(1, runtime.NumCPU()/2) }
 
 // wait, with t.mu held, returns once ok holds, or ctx's cause when it ends first.
 func (t *Turns) wait(ctx context.Context, ok func() bool) error {

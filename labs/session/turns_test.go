@@ -248,3 +248,35 @@ func TestLabsTakeTurns(t *testing.T) {
 		t.Errorf("a graded run ran beside %d chart runs of another lab (%d charted), want alone after one", besideChart, charted)
 	}
 }
+
+// TestTurnsCharts: no more than Charts streaming runs at once, even once their
+// patience is spent; one ending lets the next start; a lab's start is not held back.
+func TestTurnsCharts(t *testing.T) {
+	turns := Turns{Charts: 2, Patience: 10 * time.Millisecond}
+	ctx := context.Background()
+	var running []func()
+	for range 2 {
+		r, err := turns.Stream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, r)
+	}
+	third := make(chan func(), 1)
+	if !returns(func() { r, _ := turns.Chart(ctx); r() }) {
+		t.Error("a lab's start waited for the streaming runs' limit")
+	}
+	go func() { r, _ := turns.Stream(ctx); third <- r }()
+	select {
+	case r := <-third:
+		r()
+		t.Fatal("a third chart run started beside two, past the limit")
+	case <-time.After(100 * time.Millisecond): // ten times its patience
+	}
+	running[0]()
+	(<-third)()
+	running[1]()
+	if got := HostCharts(); got < 1 {
+		t.Errorf("HostCharts() = %d, want at least 1", got)
+	}
+}

@@ -108,7 +108,7 @@ func (l *Lab) streamWorkload(ctx context.Context) {
 			return
 		}
 		start := time.Now()
-		release, err := l.cfg.Turns.Chart(ctx) // graded runs, this lab's or another's, go first
+		release, err := l.cfg.Turns.Stream(ctx) // graded runs, this lab's or another's, go first
 		if err != nil {
 			return
 		}

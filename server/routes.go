@@ -12,7 +12,6 @@ import (
 func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	_ = r.SetTrustedProxies(nil) // ClientIP is the peer address unless a proxy is configured
 	r.HandleMethodNotAllowed = true
 	// forwardLab goes before limitBody and csrf: a forwarded body is read by its lab's replica.
 	r.Use(s.recoverer, s.metrics.middleware, securityHeaders, s.loadSession, s.forwardLab, s.limitBody)

@@ -46,6 +46,10 @@ type Config struct {
 	// forwards requests for the others' labs to them; empty, the server serves
 	// alone and forwards nothing.
 	Advertise string
+	// TrustedProxies are the addresses or CIDRs of reverse proxies (nginx) whose
+	// X-Forwarded-For names the client, for the login rate limit and the logs; empty,
+	// the client is the peer address and the header is ignored.
+	TrustedProxies []string
 }
 
 func (c *Config) defaults() {
@@ -169,6 +173,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 		s.bus.pool = pg.Pool()
 	}
 	s.router = s.routes()
+	if err := s.router.SetTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("trusted proxies %v: %w", cfg.TrustedProxies, err)
+	}
 	return s, nil
 }
 

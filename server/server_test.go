@@ -358,3 +358,60 @@ func TestEnglish(t *testing.T) {
 		t.Error("English UI not applied")
 	}
 }
+
+// forwardedFor sends every request as if through a proxy for client ip.
+type forwardedFor string
+
+func (ip forwardedFor) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", string(ip))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestTrustedProxies: behind a trusted proxy the login rate limit counts each client
+// it forwards for; from anywhere else X-Forwarded-For is ignored, so a client cannot
+// dodge the limit by sending one.
+func TestTrustedProxies(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		trusted []string
+		// secondLimited: the second client, after the first spent the burst.
+		secondLimited bool
+	}{
+		{"behind the proxy", []string{"127.0.0.1"}, false},
+		{"no proxy trusted", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEnv(t, Config{LoginBurst: 1, LoginRate: 0.001, TrustedProxies: tt.trusted})
+			login := func(ip string) int {
+				c := newClient()
+				c.Transport = forwardedFor(ip)
+				tok := e.csrf(c, "/login")
+				code, _, _ := e.do(c, "POST", "/login", url.Values{"csrf_token": {tok}, "email": {"x@example.com"}, "password": {"whatever123"}})
+				return code
+			}
+			if code := login("198.51.100.1"); code == http.StatusTooManyRequests {
+				t.Fatalf("first attempt: %d", code)
+			}
+			if code := login("198.51.100.1"); code != http.StatusTooManyRequests {
+				t.Errorf("the same client again: %d, want 429", code)
+			}
+			if limited := login("198.51.100.2") == http.StatusTooManyRequests; limited != tt.secondLimited {
+				t.Errorf("another client: limited %v, want %v", limited, tt.secondLimited)
+			}
+		})
+	}
+	lib, err := course.NewLibrary(fixture, course.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)}
+	if _, err := New(Config{TrustedProxies: []string{"not-an-address"}}, d); err == nil || !strings.Contains(err.Error(), "not-an-address") {
+		t.Errorf("a bad proxy address: %v", err)
+	}
+}

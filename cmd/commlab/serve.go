@@ -142,6 +142,7 @@ server serves alone and forwards nothing.`,
 	cmd.Flags().StringVar(&config, "config", "", "server configuration file (YAML); a cluster section runs labs as Slurm jobs (docs/slurm.md)")
 	cmd.Flags().StringVar(&cfg.Advertise, "advertise", "", "this replica's URL as the other replicas reach it (http://host:port): forward requests for labs between replicas (needs a PostgreSQL --store)")
 	cmd.Flags().BoolVar(&allowHW, "allow-hardware-faults", false, "let labs apply hardware fault kinds (pcie-speed); unsafe on a machine others use")
+	cmd.Flags().StringSliceVar(&cfg.TrustedProxies, "trusted-proxy", nil, "address or CIDR of a reverse proxy (nginx) whose X-Forwarded-For names the client, for the login rate limit (repeatable); without it every learner behind the proxy shares its address")
 	cmd.Flags().IntVar(&charts, "chart-runs", session.HostCharts(), "how many labs' chart workloads may run at once on this host (the rest wait their turn), so that a class's labs leave CPU to the learners' shells and the server; 0: no limit")
 	return cmd
 }

@@ -159,15 +159,7 @@ func TestShellResolvesNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Down(context.Background())
-	sh, err := env.Shell(ctx, "node1", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sh.Close()
-	if _, err := io.WriteString(sh, "getent hosts node2 node2-rdma0; ping -c 1 -W 2 node2 | grep -c '1 received'; exit\n"); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(io.LimitReader(sh, 1<<16))
+	out := inShell(ctx, t, env, "node1", "getent hosts node2 node2-rdma0; ping -c 1 -W 2 node2 | grep -c '1 received'")
 	for _, want := range []string{"node2-eth0", "node2-rdma0", "\n1\r\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("no %q in the shell's output:\n%s", want, out)
@@ -223,3 +215,18 @@ func TestLearnerJobEnv(t *testing.T) {
 }
 
 func tail(b []byte, n int) []byte { return b[max(0, len(b)-n):] }
+
+// inShell runs script in a learner shell on node and returns what the shell printed.
+func inShell(ctx context.Context, t *testing.T, env session.Env, node, script string) []byte {
+	t.Helper()
+	sh, err := env.Shell(ctx, node, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if _, err := io.WriteString(sh, script+"; exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(io.LimitReader(sh, 1<<16))
+	return out
+}

@@ -5,7 +5,6 @@ package backend
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -59,15 +58,7 @@ func TestWorkloadBelowShells(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sh, err := env.Shell(ctx, "node1", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sh.Close()
-	if _, err := io.WriteString(sh, "echo; cat /proc/self/cgroup; exit\n"); err != nil {
-		t.Fatal(err)
-	}
-	shell, _ := io.ReadAll(io.LimitReader(sh, 1<<16))
+	shell := inShell(ctx, t, env, "node1", "echo; cat /proc/self/cgroup")
 
 	node := host.NodeCgroup(id, "node1")
 	for _, c := range []struct {

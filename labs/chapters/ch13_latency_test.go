@@ -2,7 +2,9 @@ package chapters
 
 import (
 	"context"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -17,12 +19,13 @@ var ch13Times = regexp.MustCompile(`(?m)^\s+(\d+)\s+\d+\s+float\s+sum\s+-1\s+([\
 // TestLabCh13LatencyFit runs chapter 13's second lab with a scripted learner: one
 // node's rdma0 delays what it sends by 4 to 8 ms and takes in 30 to 60 Mbit/s. The
 // learner fits α (the smallest rows) and β (the slope of the two largest) to the job's
-// latest sweep and reports α and the rate 1/β gives; both must be within the lab's
+// last two sweeps and reports α and the rate 1/β gives; both must be within the lab's
 // tolerances, and the usual slips (the round trip for α, 2S bytes a call, MB/s for
 // Mbit/s) outside them. Then the learner finds the NIC by tc and ping.
 func TestLabCh13LatencyFit(t *testing.T) {
 	// Seed 3: node1, 4 ms (the smallest delay: α's host overhead weighs most) at 40 Mbit/s;
 	// seed 6: node2, 8 ms at 60 Mbit/s (the fastest rate: the busy host lowers it most).
+	num := func(s string) float64 { x, _ := strconv.ParseFloat(s, 64); return x }
 	PlaySeeds(t, "ch13-latency-fit", []uint64{3, 6}, func(lr *Learner) Verdicts {
 		node := lr.V("node")
 		other := Others(node, "node1", "node2")[0]
@@ -30,15 +33,37 @@ func TestLabCh13LatencyFit(t *testing.T) {
 		rate, _ := strconv.ParseFloat(lr.V("rate"), 64)
 
 		lr.Run("node1", "rm -f train.log")
-		sweep := lr.Poll("node1", "grep -E '^ +[0-9]+ +[0-9]+ +float' train.log | tail -7", 90, 2*time.Second, func(c record.Command) bool {
-			return len(ch13Times.FindAllString(c.Output, -1)) == 7
+		// A busy host only adds time: each size's time is the smallest of its two columns
+		// in every sweep so far, read once each size has two (a single sweep read 9.4 ms
+		// for a 4 ms delay at load 9). Rows come as they finish: a sweep may be partial.
+		fastest := map[float64]float64{}
+		sweep := lr.Poll("node1", "grep -E '^ +[0-9]+ +[0-9]+ +float' train.log", 90, 2*time.Second, func(c record.Command) bool {
+			seen := map[float64]int{}
+			clear(fastest)
+			for _, r := range ch13Times.FindAllStringSubmatch(c.Output, -1) {
+				size := num(r[1])
+				seen[size]++
+				if t, ok := fastest[size]; !ok || min(num(r[2]), num(r[3])) < t {
+					fastest[size] = min(num(r[2]), num(r[3]))
+				}
+			}
+			if len(seen) < 7 {
+				return false
+			}
+			for _, n := range seen {
+				if n < 2 {
+					return false
+				}
+			}
+			return true
 		})
-		rows := ch13Times.FindAllStringSubmatch(lr.Out(sweep), -1)
-		num := func(s string) float64 { x, _ := strconv.ParseFloat(s, 64); return x }
-		// A busy host only adds time: each row's time is the smaller of its two columns.
-		t := func(i int) float64 { return min(num(rows[i][2]), num(rows[i][3])) }
-		alpha := min(t(0), t(1))                                    // 1 KiB and 4 KiB
-		beta := (t(6) - t(5)) / (num(rows[6][1]) - num(rows[5][1])) // 1 MiB to 4 MiB, µs per byte
+		sizes := slices.Sorted(maps.Keys(fastest))
+		if len(sizes) != 7 {
+			lr.T.Fatalf("%d sizes in the sweeps, want 7: %v", len(sizes), sizes)
+		}
+		t := func(i int) float64 { return fastest[sizes[i]] }
+		alpha := min(t(0), t(1))                      // 1 KiB and 4 KiB
+		beta := (t(6) - t(5)) / (sizes[6] - sizes[5]) // 1 MiB to 4 MiB, µs per byte
 		mbit := 8 / beta
 		lr.T.Logf("variant: node=%s delay=%g ms rate=%g Mbit/s; fit: alpha %.0f µs (%+.0f%%), 1/beta %.1f Mbit/s (%+.0f%%)",
 			node, delay, rate, alpha, 100*(alpha/(1000*delay)-1), mbit, 100*(mbit/rate-1))

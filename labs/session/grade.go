@@ -38,13 +38,21 @@ var ErrNoChecksLeft = errors.New("no answer checks left: submit your final answe
 // Check grades a diagnosis without ending the lab: the learner sees which criteria
 // hold, nothing of the answer. Each check costs grader.CheckCost at the final grading.
 func (l *Lab) Check(ctx context.Context, d grader.Diagnosis) (grader.Result, error) {
+	return l.CheckWithin(ctx, d, 0)
+}
+
+// CheckWithin is Check with the re-measure cut after cut (from the run's start, not
+// counting the wait for its turn) instead of the grading's margin for a busy host; 0
+// means that margin. A run cut measures nothing: not fixed. Given NoFixAfter, a
+// check shows in seconds that a fix that does not fix is not one, on a quiet host.
+func (l *Lab) CheckWithin(ctx context.Context, d grader.Diagnosis, cut time.Duration) (grader.Result, error) {
 	l.mu.Lock()
 	if l.checks >= MaxChecks {
 		l.mu.Unlock()
 		return grader.Result{}, ErrNoChecksLeft
 	}
 	l.mu.Unlock()
-	res, err := l.grade(ctx, d, false)
+	res, err := l.grade(ctx, d, false, cut)
 	if err != nil {
 		return res, err
 	}
@@ -59,7 +67,7 @@ func (l *Lab) Check(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 // environment goes down. When the lab has a remediation check, the workload is
 // measured again first (the learner's fix must already be in place).
 func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, error) {
-	res, err := l.grade(ctx, d, true)
+	res, err := l.grade(ctx, d, true, 0)
 	if err != nil {
 		return res, err
 	}
@@ -69,7 +77,7 @@ func (l *Lab) Grade(ctx context.Context, d grader.Diagnosis) (grader.Result, err
 
 // grade waits for the self-test, then grades. Whatever goes wrong (ctx done, a failed
 // measurement), the lab is back to Ready: a learner is never left stuck in Grading.
-func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader.Result, error) {
+func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool, cut time.Duration) (grader.Result, error) {
 	// The lab's own end cancels a grading in flight too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -116,7 +124,7 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 		bar := r.Bar(l.baseline, l.faulted)
 		var after float64
 		for try := 0; try < 2 && after < bar && (try == 0 || after > (l.faulted+bar)/2); try++ {
-			bw, err := l.remeasure(ctx, bar/l.baseline)
+			bw, err := l.remeasure(ctx, bar/l.baseline, cut)
 			if ctx.Err() != nil {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))
 			}
@@ -165,8 +173,11 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool) (grader
 // was cut at 1× + 2 s on a host at load 40). An unfixed lab is still known as not
 // fixed within seconds of that, even when the fault hangs the workload (a blocked
 // bootstrap, RoCE retries) until its own timeout.
-func (l *Lab) remeasure(ctx context.Context, minRatio float64) (float64, error) {
-	bw, _, err := l.measure(ctx, l.cutAfter(minRatio))
+func (l *Lab) remeasure(ctx context.Context, minRatio float64, cut time.Duration) (float64, error) {
+	if cut <= 0 {
+		cut = l.cutAfter(minRatio)
+	}
+	bw, _, err := l.measure(ctx, cut)
 	if errors.Is(err, errCut) {
 		return 0, fmt.Errorf("%w (the healthy run took %s)", err, l.baselineTook.Round(100*time.Millisecond))
 	}
@@ -184,6 +195,22 @@ func (l *Lab) cutAfter(minRatio float64) time.Duration {
 // self-test is cut there; a fix is given the margin of cutAfter.
 func (l *Lab) slowerThanAFix(minRatio float64) time.Duration {
 	return time.Duration(float64(l.baselineTook)/minRatio) + 2*time.Second
+}
+
+// NoFixAfter is how long a re-measure of this lab runs, on a quiet host, before it
+// has shown that no fix is in place: slowerThanAFix at the grading's bar. 0 until the
+// lab is confirmed, or when it measures no fix. See CheckWithin.
+func (l *Lab) NoFixAfter() time.Duration {
+	r := l.Variant.Scenario.Remediation
+	select {
+	case <-l.confirmed:
+	default:
+		return 0
+	}
+	if r == nil || l.baseline <= 0 {
+		return 0
+	}
+	return l.slowerThanAFix(r.Bar(l.baseline, l.faulted) / l.baseline)
 }
 
 // neighbourFlows measures, for a few seconds after the workload, what each flow of the

@@ -767,6 +767,70 @@ func TestRemeasureBounded(t *testing.T) {
 	ended(t, l)
 }
 
+// TestCheckWithin: a check's re-measure is cut where the caller says (NoFixAfter is
+// the healthy run's time over the ratio plus 2 s), or at the grading's margin when it
+// says nothing; a cut run earns no remediation credit, a fix that finishes earns it,
+// and either way the check is counted.
+func TestCheckWithin(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		cut       bool          // give NoFixAfter, not 0
+		run       time.Duration // how long the re-measure's run takes
+		credit    bool
+		wantGiven func(l *Lab) time.Duration
+	}{
+		{"cut at NoFixAfter", true, time.Hour, false, (*Lab).NoFixAfter},
+		{"a fix within it", true, 0, true, (*Lab).NoFixAfter},
+		{"no cut given: the grading's margin", false, 0, true, func(l *Lab) time.Duration { return l.cutAfter(0.8) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var given time.Duration
+			h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
+				if n < 3 {
+					return healthyThenFaulted(ctx, n)
+				}
+				if d, ok := ctx.Deadline(); ok {
+					given = time.Until(d)
+				}
+				select {
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				case <-time.After(tt.run):
+					return 1, nil
+				}
+			}}
+			l := startLab(t, h, time.Hour)
+			waitFor(t, l, func(s Status) bool { return s.Confirmed })
+			if l.NoFixAfter() < 2*time.Second || l.NoFixAfter() >= l.cutAfter(0.8) {
+				t.Fatalf("NoFixAfter %s, want 2 s and more, under the grading's %s", l.NoFixAfter(), l.cutAfter(0.8))
+			}
+			var cut time.Duration
+			if tt.cut {
+				cut = l.NoFixAfter()
+			}
+			res, err := l.CheckWithin(context.Background(), grader.Diagnosis{Class: "nic-rate-limited"}, cut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.wantGiven(l); given > want || given < want-time.Second {
+				t.Errorf("the re-measure was given %s, want %s", given, want)
+			}
+			earned := -1.0
+			for _, c := range res.Criteria {
+				if c.Name == "remediation" {
+					earned = c.Earned
+				}
+			}
+			if (earned > 0) != tt.credit || earned < 0 {
+				t.Errorf("remediation earned %v, want credit %v: %+v", earned, tt.credit, res)
+			}
+			if st := l.Status(); st.ChecksLeft != MaxChecks-1 || st.State != Ready {
+				t.Errorf("after the check: %+v, want one check used and the lab ready", st)
+			}
+		})
+	}
+}
+
 // TestMeasureAfterEnd: a chart run that waited for the links while the lab ended
 // finds no environment; it stops instead of reaching into a torn-down sandbox.
 func TestMeasureAfterEnd(t *testing.T) {

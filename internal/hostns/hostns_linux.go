@@ -208,8 +208,11 @@ func bindInOwnUserNS(path string) error {
 	}
 	err = c.Start()
 	r.Close()
+	if errors.Is(err, unix.ENOSPC) {
+		return fmt.Errorf("create a user namespace: %w (the limit is sysctl user.max_user_namespaces; 0 turns them off, and labs need them)", err)
+	}
 	if err != nil {
-		return fmt.Errorf("start a user namespace: %w", err)
+		return fmt.Errorf("create a user namespace: %w", err)
 	}
 	defer func() {
 		w.Close()

@@ -137,7 +137,7 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 			if len(c.ExtraFiles) > 0 {
 				return errors.New("a learner's program takes no extra files")
 			}
-			userNS, err := hostns.OwnerUserNS(sp.netns)
+			userNS, err := nodeUserNS(sp.netns)
 			if err != nil {
 				return err
 			}
@@ -156,6 +156,26 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 		}
 		return nil
 	})
+}
+
+// nodeUserNS opens the user namespace that owns the node's network namespace at
+// path. It refuses commlab's own (a node built by a commlab before nodes had one):
+// a learner's capabilities would count in every namespace of the host.
+func nodeUserNS(path string) (*os.File, error) {
+	f, err := hostns.OwnerUserNS(path)
+	if err != nil {
+		return nil, err
+	}
+	var own, node unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/user", &own); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat own user namespace: %w", err)
+	}
+	if err := unix.Fstat(int(f.Fd()), &node); err != nil || node.Dev == own.Dev && node.Ino == own.Ino {
+		f.Close()
+		return nil, fmt.Errorf("namespace %s has no user namespace of its own (built by an older commlab): take the lab down and up again", path)
+	}
+	return f, nil
 }
 
 func setnsPath(path string, kind int) error {

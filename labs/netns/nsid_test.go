@@ -15,7 +15,11 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
+	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/commlab/commlab/internal/hostns"
+	"github.com/commlab/commlab/internal/testlab"
 )
 
 // node2NSID is the id that TestNSIDAttack gives node2's namespace in node1's, as
@@ -149,4 +153,36 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// TestNodeUserNS: a learner's program enters only a node namespace with a user
+// namespace of its own; one in commlab's user namespace (a node built before nodes
+// had one) is refused, since the learner's capabilities would count everywhere.
+func TestNodeUserNS(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		create func(string) (*netlink.Handle, vnetns.NsHandle, error)
+		ok     bool
+	}{
+		{hostns.Create, false},
+		{hostns.CreateConfined, true},
+	} {
+		name := NetNSName(testlab.NewID(), "node1")
+		h, ns, err := tc.create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		ns.Close()
+		f, err := nodeUserNS(filepath.Join(netnsDir, name))
+		if err == nil {
+			f.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("nodeUserNS(%s): %v, want success %v", name, err, tc.ok)
+		}
+		if err := hostns.Delete(name); err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -315,8 +315,8 @@ func unescapeMountPath(s string) string {
 
 // asLearnerInit rewrites c, built for the learner's program, to start through the
 // learner init (learnerinit.go): this binary as PID 1 of a new PID and IPC namespace,
-// which runs the program as uid with learnerCaps in the node's user namespace. With setctty, c's stdin is a
-// terminal that becomes the program's controlling terminal.
+// which runs the program as uid with learnerCaps in the node's user namespace. With
+// setctty, c's stdin is a terminal that becomes the program's controlling terminal.
 func asLearnerInit(c *exec.Cmd, uid uint32, setctty bool) error {
 	spec, err := json.Marshal(learnerInitSpec{UID: uid, Dir: c.Dir, Setctty: setctty})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,7 +119,7 @@ const learnerCaps = "net_admin,net_raw"
 func learnerEntry(uid uint32, argv []string) ([]string, error) {
 	var tools [2]string
 	for i, name := range []string{"nsenter", "setpriv"} {
-		p, err := exec.LookPath(name)
+		p, err := systemTool(name)
 		if err != nil {
 			return nil, fmt.Errorf("%s (util-linux) is needed to start a learner's program: %w", name, err)
 		}
@@ -131,6 +132,17 @@ func learnerEntry(uid uint32, argv []string) ([]string, error) {
 		tools[1], "--reuid=" + id, "--regid=" + id, "--clear-groups",
 		"--bounding-set=" + caps, "--inh-caps=" + caps, "--ambient-caps=" + caps, "--no-new-privs", "--",
 	}, argv...), nil
+}
+
+// systemTool finds the program name, which runs as root, in the node's system
+// directories (nodePath), whatever PATH the learner's program is given.
+func systemTool(name string) (string, error) {
+	for _, dir := range filepath.SplitList(strings.TrimPrefix(nodePath, "PATH=")) {
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("not found in %s", strings.TrimPrefix(nodePath, "PATH="))
 }
 
 // namespaceMounts mounts the procfs of this PID namespace over /proc and, where the

@@ -1,12 +1,15 @@
 package slurm
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/labs/topology"
 )
 
 func TestScript(t *testing.T) {
@@ -178,21 +181,26 @@ func TestListen(t *testing.T) {
 	}
 }
 
-// TestNodeNICs: the agent gives its node the topology's NICs and addresses.
+// TestNodeNICs: the agent gives its node the topology's NICs, in the lab's
+// address slice, each on the lab NIC of its switch (k mod the lab NICs).
 func TestNodeNICs(t *testing.T) {
 	tests := []struct {
 		topo, node string
 		index      int
+		addrs      int
+		labNICs    []string
 		want       string
 		err        string
 	}{
-		{"2x1", "node2", 1, "eth0 198.18.0.2/26 1500, rdma0 198.18.0.66/26 1500", ""},
-		{"", "node2", 1, "eth0 10.77.0.2/24 1500", ""},
-		{"2x1", "node9", 0, "", "has no node node9"},
-		{"nosuch", "node1", 0, "", "nosuch"},
+		{"2x1", "node2", 1, 0, nil, "eth0 198.18.0.2/26 1500 25Mbit<-, rdma0 198.18.0.66/26 1500 200Mbit<-", ""},
+		{"2x1", "node1", 0, 1, []string{"fab0"}, "eth0 198.18.4.1/26 1500 25Mbit<fab0, rdma0 198.18.4.65/26 1500 200Mbit<fab0", ""},
+		{"2x1", "node1", 0, 0, []string{"fab0", "fab1"}, "eth0 198.18.0.1/26 1500 25Mbit<fab0, rdma0 198.18.0.65/26 1500 200Mbit<fab1", ""},
+		{"", "node2", 1, 2, nil, "eth0 198.18.8.2/26 1500 0bit<-", ""},
+		{"2x1", "node9", 0, 0, nil, "", "has no node node9"},
+		{"nosuch", "node1", 0, 0, nil, "", "nosuch"},
 	}
 	for _, tt := range tests {
-		a := &Agent{Topology: tt.topo, Node: tt.node, Index: tt.index}
+		a := &Agent{Topology: tt.topo, Node: tt.node, Index: tt.index, AddrIndex: tt.addrs, LabNICs: tt.labNICs}
 		nics, err := a.nics()
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -202,10 +210,52 @@ func TestNodeNICs(t *testing.T) {
 		}
 		var got []string
 		for _, n := range nics {
-			got = append(got, fmt.Sprintf("%s %s %d", n.Name, n.Addr, n.MTU))
+			got = append(got, fmt.Sprintf("%s %s %d %s<%s", n.Name, n.Addr, n.MTU, n.Rate, cmp.Or(n.Parent, "-")))
 		}
 		if strings.Join(got, ", ") != tt.want {
 			t.Errorf("%s/%s: %q, want %q", tt.topo, tt.node, got, tt.want)
+		}
+	}
+}
+
+// TestCheckLabNICs: a lab NIC the node cannot lend as it is, or one the site
+// did not list, is refused with the reason.
+func TestCheckLabNICs(t *testing.T) {
+	tests := []struct {
+		listed []string
+		parent string
+		mtu    int
+		want   string
+	}{
+		{[]string{"fab0"}, "eth7", 1500, "NIC eth7 is not one of the site's lab NICs (cluster.lab_nics: fab0)"},
+		{[]string{"commlab-nosuch"}, "commlab-nosuch", 1500, "lab NIC commlab-nosuch (cluster.lab_nics) is not on Slurm node"},
+		{[]string{"lo"}, "lo", 1500, "is a loopback device"},
+	}
+	for _, tt := range tests {
+		a := &Agent{LabNICs: tt.listed}
+		err := a.checkLabNICs([]nodeNIC{{NICPlan: topology.NICPlan{NIC: topology.NIC{Name: "rdma0", MTU: tt.mtu}}, Parent: tt.parent}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("lab NICs %q, parent %s: %v, want %q", tt.listed, tt.parent, err, tt.want)
+		}
+	}
+}
+
+// TestLabNICsConfig: cluster.lab_nics takes interface names, each once.
+func TestLabNICsConfig(t *testing.T) {
+	tests := []struct {
+		nics []string
+		err  string
+	}{
+		{[]string{"ens1f0np0", "ens1f1np1"}, ""},
+		{[]string{"lo"}, `lab_nics: "lo": want an interface name`},
+		{[]string{"eth0;reboot"}, `lab_nics: "eth0;reboot": want an interface name`},
+		{[]string{"ens1", "ens1"}, "lab_nics: ens1 listed twice"},
+	}
+	for _, tt := range tests {
+		c := &Config{AgentURL: "ws://login1:8081/agent", LabNICs: tt.nics}
+		err := c.Validate()
+		if (tt.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("lab_nics %q: %v, want %q", tt.nics, err, tt.err)
 		}
 	}
 }

@@ -22,8 +22,8 @@ import (
 )
 
 // A stream carries one process's bytes between the server and a node: a
-// learner's terminal or a workload's rank. It has a websocket of its own, dialled by
-// the agent, so a busy terminal never holds up the node's requests.
+// learner's terminal or a workload's rank. It has a websocket of its own,
+// dialled by the agent, so a busy terminal never holds up the node's requests.
 
 // Conn is the server's end of a stream. It is a learner's terminal
 // (session.PTY) or a rank's output; Read ends with io.EOF when the process

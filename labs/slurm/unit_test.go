@@ -101,6 +101,9 @@ func TestAgentFromEnv(t *testing.T) {
 		{"node id past the nodes", map[string]string{"SLURM_NODEID": "2"}, "", "", "want 0 to 1"},
 		{"bad node name", map[string]string{EnvNodes: "node1,Node/2"}, "", "", "node \"Node/2\""},
 		{"bad job id", map[string]string{"SLURM_JOB_ID": "4;2"}, "", "", "SLURM_JOB_ID"},
+		{"lab NICs and a slice", map[string]string{EnvLabNICs: "fab0,fab1", EnvAddrIndex: "3"}, "node2", "", ""},
+		{"slice past the block", map[string]string{EnvAddrIndex: "128"}, "", "", "COMMLAB_ADDR_INDEX \"128\": want 0 to 127"},
+		{"bad lab NIC", map[string]string{EnvLabNICs: "fab0,a b"}, "", "", `COMMLAB_LAB_NICS: "a b" is not an interface name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +126,11 @@ func TestAgentFromEnv(t *testing.T) {
 			}
 			if a.Node != tt.node || a.netns() != "cls-42-"+tt.node || a.target().NetNS != a.netns() {
 				t.Fatalf("node %s netns %s", a.Node, a.netns())
+			}
+			got := fmt.Sprintf("%d %v", a.AddrIndex, a.LabNICs)
+			want := fmt.Sprintf("%s %v", cmp.Or(tt.change[EnvAddrIndex], "0"), strings.Fields(strings.ReplaceAll(tt.change[EnvLabNICs], ",", " ")))
+			if got != want {
+				t.Errorf("slice and lab NICs %s, want %s", got, want)
 			}
 		})
 	}

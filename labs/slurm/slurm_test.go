@@ -262,7 +262,7 @@ func TestCrossNodeWorkload(t *testing.T) {
 		t.Fatalf("healthy figure %v GB/s:\n%s", healthy, log)
 	}
 	for rank, node := range []string{"node1", "node2"} {
-		want := place{node, agents[node], netnsOf(t, host.SlurmNetNSName(e.Job(), node))}
+		want := place{node, agents[node], strings.TrimSpace(run(t, e, node, "readlink", "/proc/self/ns/net"))}
 		if got := ranks[rank]; got != want {
 			t.Errorf("rank %d ran at %+v, want %+v (in %s's agent's sandbox)", rank, got, want, node)
 		}
@@ -284,6 +284,9 @@ func TestCrossNodeWorkload(t *testing.T) {
 		t.Errorf("with node2's rdma0 at 50mbit: %v GB/s, want above 0 and at most 0.6 x %v:\n%s", slow, healthy, log)
 	}
 
+	if out, _ := exec.Command("ip", "-d", "link", "show", ciLabNIC).CombinedOutput(); strings.Contains(string(out), " promiscuity 0 ") {
+		t.Errorf("%s with the lab's macvlan children is not promiscuous: labNICFree proves nothing\n%s", ciLabNIC, out)
+	}
 	job := e.Job()
 	if err := e.Down(ctx); err != nil {
 		t.Fatal(err)
@@ -291,15 +294,21 @@ func TestCrossNodeWorkload(t *testing.T) {
 	if left := leftovers(job); len(left) > 0 {
 		t.Errorf("left behind: %q", left)
 	}
-	// The lab NIC has no macvlan children left: the kernel keeps a veth
-	// promiscuous while it has any (a namespace's links go in the background).
+	labNICFree(t)
+}
+
+// labNICFree fails unless the CI lab NIC is left without macvlan children: the
+// kernel keeps a veth promiscuous while it has any (a deleted namespace's
+// links go in the background).
+func labNICFree(t *testing.T) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		out, err := exec.Command("ip", "-d", "link", "show", ciLabNIC).CombinedOutput()
 		if err == nil && strings.Contains(string(out), " promiscuity 0 ") {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s after the lab:\n%s", ciLabNIC, out)
+			t.Fatalf("%s after the lab still has macvlan children:\n%s", ciLabNIC, out)
 		}
 	}
 }
@@ -346,18 +355,9 @@ func parentOf(pid int) int {
 	return ppid
 }
 
-// netnsOf is how /proc/PID/ns/net names the namespace mounted as name.
-func netnsOf(t *testing.T, name string) string {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(host.NetNSDir, name), &st); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("net:[%d]", st.Ino)
-}
-
 // TestAgentKilled: an agent killed with its fault in place cannot revert it; the
-// epilog (lab sweep --slurm-job) does when the job is cancelled.
+// epilog (lab sweep --slurm-job) does when the job is cancelled, and its
+// namespaces take their macvlan children of the lab NIC with them.
 func TestAgentKilled(t *testing.T) {
 	exe := requireSlurm(t)
 	e, _, _ := lab(t, exe)
@@ -407,6 +407,7 @@ func TestAgentKilled(t *testing.T) {
 	if left := leftovers(job); len(left) > 0 {
 		t.Errorf("after the epilog, left behind: %q", left)
 	}
+	labNICFree(t)
 }
 
 // TestSlurmctldRestart: the controller going away mid-lab touches neither the

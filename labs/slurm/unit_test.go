@@ -267,3 +267,26 @@ func TestLabNICsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAddrIndex: each lab up holds an address slice of its own; a freed slice
+// is taken again, and past the last one a lab is refused.
+func TestAddrIndex(t *testing.T) {
+	p := &Provider{}
+	for want := range 3 {
+		if got, err := p.takeAddrIndex(); err != nil || got != want {
+			t.Fatalf("take: %d, %v; want %d", got, err, want)
+		}
+	}
+	p.freeAddrIndex(1)
+	if got, _ := p.takeAddrIndex(); got != 1 {
+		t.Errorf("take after freeing 1: %d", got)
+	}
+	for range topology.MaxSandboxes - 3 {
+		if _, err := p.takeAddrIndex(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.takeAddrIndex(); err == nil || !strings.Contains(err.Error(), "every address slice is taken") {
+		t.Errorf("take with all %d held: %v", topology.MaxSandboxes, err)
+	}
+}

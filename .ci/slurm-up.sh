@@ -44,6 +44,10 @@ fi
 # the fabric. Only this script creates it and nothing removes it.
 labnic=commlab-lab0
 ip link show "$labnic" >/dev/null 2>&1 || ip link add "$labnic" type veth peer name "${labnic}p"
+if ! ip -d link show "${labnic}p" 2>/dev/null | grep -q "^ *veth"; then
+	echo "slurm-up: $labnic exists but is not the veth this script makes (peer ${labnic}p); remove it or rename it" >&2
+	exit 1
+fi
 ip link set "$labnic" up
 ip link set "${labnic}p" up
 

@@ -2,7 +2,8 @@
 # Brings up a real Slurm cluster on this host for commlab's Slurm tests: munge,
 # slurmctld and two slurmd "nodes" (slurmd -N nodeN, each on its own port), and
 # waits until sinfo shows both up (idle, or running a job across a slurmctld
-# restart). Installs Debian's packages when absent.
+# restart). Installs Debian's packages when absent. Both nodes lend their labs
+# one lab NIC (cluster.lab_nics), commlab-lab0: see below.
 # Idempotent: a cluster already up (ours) is left running.
 #   COMMLAB_SLURM_NODES  node count (default 2)
 #   COMMLAB_BIN          the commlab binary the epilog runs (default bin/commlab)
@@ -35,6 +36,20 @@ if ! munge -n </dev/null | unmunge >/dev/null 2>&1; then
 	runuser -u munge -- munged --force
 	for _ in $(seq 50); do munge -n </dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
 fi
+
+# The lab NIC: one end of a veth pair, commlab-lab0/commlab-lab0p, up and
+# without addresses (a veth, as the dummy driver is not on every kernel). The
+# labs' nodes are macvlan children (bridge mode) of commlab-lab0, which reach
+# each other through it as two real nodes' children reach each other through
+# the fabric. Only this script creates it and nothing removes it.
+labnic=commlab-lab0
+ip link show "$labnic" >/dev/null 2>&1 || ip link add "$labnic" type veth peer name "${labnic}p"
+if ! ip -d link show "${labnic}p" 2>/dev/null | grep -q "^ *veth"; then
+	echo "slurm-up: $labnic exists but is not the veth this script makes (peer ${labnic}p); remove it or rename it" >&2
+	exit 1
+fi
+ip link set "$labnic" up
+ip link set "${labnic}p" up
 
 mkdir -p "$state/ctld" /etc/slurm
 nodelines=""

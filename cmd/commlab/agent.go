@@ -22,8 +22,10 @@ func newAgentCmd() *cobra.Command {
 environment the server handed to sbatch (COMMLAB_AGENT_URL, COMMLAB_AGENT_TOKEN,
 COMMLAB_LAB, COMMLAB_NODES, and Slurm's SLURM_JOB_ID and SLURM_NODEID; for a wss://
 server, COMMLAB_AGENT_CA or COMMLAB_AGENT_PIN say how to verify it), builds the
-node's sandbox (network namespace cl-j<job>-<node>), dials the server and serves
-its requests, reconnecting after a drop. When the step is signalled (scancel, time
+node's sandbox (network namespace cls-<job>-<node>; its NICs are macvlan children
+of the site's lab NICs, COMMLAB_LAB_NICS, addressed in the lab's slice,
+COMMLAB_ADDR_INDEX), dials the server and serves its requests, reconnecting after
+a drop. When the step is signalled (scancel, time
 limit) it reverts the faults it applied and removes the sandbox; the epilog
 ('commlab lab sweep --slurm-job') removes what a killed agent left.`,
 		Args: cobra.NoArgs,

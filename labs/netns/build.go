@@ -35,20 +35,15 @@ import (
 const loopbackMaxPacket = 65536 + 256
 
 // TBFParams sizes a tbf for rate on a device whose largest packet is
-// maxPacket bytes, following FAULTS.md: the bucket (burst) holds 10 ms at rate
-// and at least two maximal packets, so no packet is ever larger than the
-// bucket and short probes do not see line rate; the queue (limit) holds 25 ms
-// more, enough for TCP at sandbox RTTs without bufferbloat. GSO stays on: tbf
-// charges a GSO packet for every segment's bytes and splits one larger than
-// the bucket, and on a 2-core host one-segment packets cost enough CPU to
-// reorder and slow a 200Mbit link (measured 178 vs 191 Mbit/s goodput, the
-// most 1448/1514 of 200Mbit allows). It returns the
-// rate in bytes/s, the bucket in kernel ticks (as netlink wants) and the
-// limit in bytes.
+// maxPacket bytes ([topology.Rate.TBF]). GSO stays on: tbf charges a GSO
+// packet for every segment's bytes and splits one larger than the bucket, and
+// on a 2-core host one-segment packets cost enough CPU to reorder and slow a
+// 200Mbit link (measured 178 vs 191 Mbit/s goodput, the most 1448/1514 of
+// 200Mbit allows). It returns the rate in bytes/s, the bucket in kernel ticks
+// (as netlink wants) and the limit in bytes.
 func TBFParams(rate topology.Rate, maxPacket int) (bytesPerSec uint64, bufferTicks, limit uint32, burst uint32) {
 	bytesPerSec = rate.BytesPerSecond()
-	b := max(bytesPerSec/100, 2*uint64(maxPacket))
-	l := b + bytesPerSec*25/1000
+	b, l := rate.TBF(maxPacket)
 	return bytesPerSec, netlink.Xmittime(bytesPerSec, uint32(b)), uint32(l), uint32(b)
 }
 

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +82,10 @@ type Agent struct {
 	Job             string // SLURM_JOB_ID
 	Index           int    // this node's place in the lab (SLURM_NODEID)
 	Topology        string // the scenario's topology; empty: one NIC, eth0
+	AddrIndex       int    // the lab's address slice (EnvAddrIndex)
+	// LabNICs are the site's lab NICs (EnvLabNICs): the node's NICs are
+	// macvlan children of them; none: veths that lead nowhere.
+	LabNICs []string
 	// TLS is how a wss:// server is trusted (EnvCA or EnvPin; nil: the
 	// system's roots); CA is EnvCA's file, for errors.
 	TLS      *tls.Config
@@ -121,6 +127,17 @@ func AgentFromEnv(getenv func(string) string) (*Agent, error) {
 	if a.TLS, err = agentTLS(a.CA, getenv(EnvPin)); err != nil {
 		return nil, err
 	}
+	if v := getenv(EnvAddrIndex); v != "" {
+		if a.AddrIndex, err = strconv.Atoi(v); err != nil || a.AddrIndex < 0 || a.AddrIndex >= topology.MaxSandboxes {
+			return nil, fmt.Errorf("%s %q: want 0 to %d", EnvAddrIndex, v, topology.MaxSandboxes-1)
+		}
+	}
+	for _, nic := range strings.FieldsFunc(getenv(EnvLabNICs), func(r rune) bool { return r == ',' }) {
+		if injector.ValidNIC(nic) != nil {
+			return nil, fmt.Errorf("%s: %q is not an interface name", EnvLabNICs, nic)
+		}
+		a.LabNICs = append(a.LabNICs, nic)
+	}
 	return a, nil
 }
 
@@ -157,18 +174,39 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// nics are the node's NICs as the topology plans them (slot 0's addresses:
-// each job's nodes have namespaces of their own).
-func (a *Agent) nics() ([]topology.NICPlan, error) {
+// nodeNIC is one of the node's NICs as the topology plans it, and the lab NIC
+// whose macvlan child it is ("": a veth that leads nowhere).
+type nodeNIC struct {
+	topology.NICPlan
+	Parent string
+}
+
+// nics are the node's NICs in the lab's address slice; switch k of the
+// topology rides on lab NIC k mod len(LabNICs).
+func (a *Agent) nics() ([]nodeNIC, error) {
+	parent := func(k int) string {
+		if len(a.LabNICs) == 0 {
+			return ""
+		}
+		return a.LabNICs[k%len(a.LabNICs)]
+	}
 	if a.Topology == "" {
-		return []topology.NICPlan{{NIC: topology.NIC{Name: "eth0", MTU: 1500},
-			Addr: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, 0, byte(a.Index + 1)}), 24)}}, nil
+		slice, err := topology.SliceFor(a.AddrIndex)
+		if err != nil {
+			return nil, err
+		}
+		addr := slice.Addr()
+		for range a.Index + 1 {
+			addr = addr.Next()
+		}
+		return []nodeNIC{{NICPlan: topology.NICPlan{NIC: topology.NIC{Name: "eth0", MTU: 1500}, Addr: netip.PrefixFrom(addr, topology.SubnetBits)},
+			Parent: parent(0)}}, nil
 	}
 	t, err := topology.Load(a.Topology)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := t.Plan(0)
+	plan, err := t.Plan(a.AddrIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -176,17 +214,77 @@ func (a *Agent) nics() ([]topology.NICPlan, error) {
 	if !ok {
 		return nil, fmt.Errorf("topology %s has no node %s", a.Topology, a.Node)
 	}
-	return np.NICs, nil
+	var out []nodeNIC
+	for _, n := range np.NICs {
+		k := slices.IndexFunc(plan.Nets, func(s topology.SwitchPlan) bool { return s.Name == n.Switch })
+		out = append(out, nodeNIC{NICPlan: n, Parent: parent(k)})
+	}
+	return out, nil
+}
+
+// checkLabNICs refuses lab NICs this node cannot lend as they are (the agent
+// never configures them): absent, down, loopback, an MTU below the
+// topology's, or a host address inside the lab's slice.
+func (a *Agent) checkLabNICs(nics []nodeNIC) error {
+	slice, err := topology.SliceFor(a.AddrIndex)
+	if err != nil {
+		return err
+	}
+	for _, n := range nics {
+		if !slices.Contains(a.LabNICs, n.Parent) {
+			return fmt.Errorf("NIC %s is not one of the site's lab NICs (cluster.lab_nics: %s)", n.Parent, strings.Join(a.LabNICs, ", "))
+		}
+		p, err := net.InterfaceByName(n.Parent)
+		switch {
+		case err != nil:
+			return fmt.Errorf("lab NIC %s (cluster.lab_nics) is not on Slurm node %s: %v", n.Parent, slurmNode(), err)
+		case p.Flags&net.FlagLoopback != 0:
+			return fmt.Errorf("lab NIC %s on Slurm node %s is a loopback device", n.Parent, slurmNode())
+		case p.Flags&net.FlagUp == 0:
+			return fmt.Errorf("lab NIC %s on Slurm node %s is down: the site brings it up (commlab never configures it)", n.Parent, slurmNode())
+		case p.MTU < cmp.Or(n.MTU, 1500):
+			return fmt.Errorf("lab NIC %s on Slurm node %s has MTU %d, below %s's %d in the topology", n.Parent, slurmNode(), p.MTU, n.Name, cmp.Or(n.MTU, 1500))
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, ad := range addrs {
+		if ipn, ok := ad.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok && slice.Contains(ip.Unmap()) {
+				return fmt.Errorf("the lab's addresses %s overlap the host's %s on Slurm node %s", slice, ip.Unmap(), slurmNode())
+			}
+		}
+	}
+	return nil
+}
+
+// slurmNode is the Slurm node the agent runs on.
+func slurmNode() string {
+	if h := os.Getenv("SLURMD_NODENAME"); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
 }
 
 // up makes the node's sandbox: a network namespace with loopback and the
-// node's NICs, each one end of a veth pair whose other end (peer<i>) stays
-// inside, until the site's lab-owned NICs are moved in (the dummy driver is
-// not on every kernel).
+// node's NICs, each shaped at its rate by a tbf c1: as the local backend's
+// are. With lab NICs, each is a macvlan child (bridge mode) of one, created
+// in the namespace, so the lab's nodes on other Slurm nodes are reachable
+// over the site's fabric; two of them share one L2 network, so each answers
+// ARP for its own address only. Without, each is one end of a veth pair whose
+// other end (peer<i>) stays inside.
 func (a *Agent) up(ctx context.Context) error {
 	nics, err := a.nics()
 	if err != nil {
 		return fmt.Errorf("the node's NICs: %w", err)
+	}
+	if len(a.LabNICs) > 0 {
+		if err := a.checkLabNICs(nics); err != nil {
+			return fmt.Errorf("build the node's sandbox: %w", err)
+		}
 	}
 	// The node's profile.d, shown to its commands (inNode), empty until a fault writes there.
 	if err := os.MkdirAll(labs.ProfileD(a.target().NodeEtc())[0], 0o755); err != nil {
@@ -197,14 +295,29 @@ func (a *Agent) up(ctx context.Context) error {
 		{"ip", "netns", "add", ns},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
 	}
+	if len(a.LabNICs) > 0 {
+		steps = append(steps, []string{"ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+			"net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2"})
+	}
 	for i, n := range nics {
-		peer := fmt.Sprintf("peer%d", i)
 		mtu := strconv.Itoa(cmp.Or(n.MTU, 1500))
+		if n.Parent != "" {
+			steps = append(steps, []string{"ip", "link", "add", "link", n.Parent, "name", n.Name, "netns", ns, "mtu", mtu, "type", "macvlan", "mode", "bridge"})
+		} else {
+			peer := fmt.Sprintf("peer%d", i)
+			steps = append(steps,
+				[]string{"ip", "-n", ns, "link", "add", n.Name, "mtu", mtu, "type", "veth", "peer", "name", peer, "mtu", mtu},
+				[]string{"ip", "-n", ns, "link", "set", peer, "up"})
+		}
 		steps = append(steps,
-			[]string{"ip", "-n", ns, "link", "add", n.Name, "mtu", mtu, "type", "veth", "peer", "name", peer, "mtu", mtu},
-			[]string{"ip", "-n", ns, "link", "set", peer, "up"},
 			[]string{"ip", "-n", ns, "addr", "add", n.Addr.String(), "dev", n.Name},
 			[]string{"ip", "-n", ns, "link", "set", n.Name, "up"})
+		if n.Rate > 0 {
+			burst, limit := n.Rate.TBF(cmp.Or(n.MTU, 1500) + 14)
+			steps = append(steps, []string{"tc", "-n", ns, "qdisc", "replace", "dev", n.Name, "root",
+				"handle", fmt.Sprintf("%x:", host.BaseQdiscMajor), "tbf", "rate", fmt.Sprintf("%dbit", uint64(n.Rate)),
+				"burst", strconv.FormatUint(burst, 10), "limit", strconv.FormatUint(limit, 10)})
+		}
 	}
 	for _, s := range steps {
 		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
@@ -279,11 +392,7 @@ func (a *Agent) serve(ctx context.Context) error {
 	defer ws.Close()
 	stop := context.AfterFunc(ctx, func() { ws.Close() })
 	defer stop()
-	hostname, _ := os.Hostname()
-	if h := os.Getenv("SLURMD_NODENAME"); h != "" {
-		hostname = h
-	}
-	if err := ws.WriteJSON(Frame{Op: opHello, Node: a.Node, Sandbox: a.sandbox(), Host: hostname}); err != nil {
+	if err := ws.WriteJSON(Frame{Op: opHello, Node: a.Node, Sandbox: a.sandbox(), Host: slurmNode()}); err != nil {
 		return err
 	}
 	a.Log.Info("agent: connected", "url", a.URL, "node", a.Node)
@@ -334,11 +443,12 @@ func (a *Agent) handle(ctx context.Context, req Frame) Frame {
 			return fail(err)
 		}
 		return Frame{Fault: e.ID, Output: strings.Join(e.Command, "\n")}
-	case opShell, opBench:
-		if err := a.startStream(ctx, req); err != nil {
+	case opShell, opRank:
+		pid, err := a.startStream(ctx, req)
+		if err != nil {
 			return fail(err)
 		}
-		return Frame{}
+		return Frame{Pid: pid}
 	case opRevert:
 		if err := a.owns(req.Fault); err != nil {
 			return fail(err)

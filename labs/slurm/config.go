@@ -7,9 +7,12 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/commlab/commlab/injector"
 )
 
 // Config is the `cluster` section of the server's configuration file.
@@ -23,7 +26,11 @@ type Config struct {
 	Reservation string `yaml:"reservation"`
 	// GRES is the GPU GRES name (default "gpu": --gres=gpu:N).
 	GRES string `yaml:"gres"`
-	// LabNICs are the node NICs a lab may touch; any other is refused.
+	// LabNICs are the node NICs that carry labs' traffic between Slurm nodes:
+	// each lab node's NICs are macvlan children of them (the topology's switch
+	// k on LabNICs[k mod len]), in the job's namespaces; the NICs themselves
+	// are never configured. Without them a lab's nodes are not linked, and a
+	// workload across nodes is refused.
 	LabNICs []string `yaml:"lab_nics"`
 	// AgentURL is where agents on the compute nodes reach the server's /agent
 	// websocket, e.g. wss://login1:8443/agent.
@@ -93,6 +100,14 @@ func (c *Config) Validate() error {
 	} {
 		if f.val != "" && !slurmName.MatchString(f.val) {
 			return fmt.Errorf("%s %q: want letters, digits, '_', '.' or '-'", f.key, f.val)
+		}
+	}
+	for i, nic := range c.LabNICs {
+		if injector.ValidNIC(nic) != nil {
+			return fmt.Errorf("lab_nics: %q: want an interface name of 1-15 letters, digits, '_', '.' or '-', not lo", nic)
+		}
+		if slices.Contains(c.LabNICs[:i], nic) {
+			return fmt.Errorf("lab_nics: %s listed twice", nic)
 		}
 	}
 	if c.AgentURL == "" {

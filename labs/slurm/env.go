@@ -12,7 +12,9 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,31 @@ type Provider struct {
 	// 5 s); AgentGrace how long a node's agent may stay away before the lab is
 	// lost (default 30 s: it redials every second).
 	Poll, AgentGrace time.Duration
+
+	mu    sync.Mutex
+	addrs map[int]bool // the address slices of labs up or coming up
+}
+
+// takeAddrIndex reserves an address slice no other lab of p holds.
+func (p *Provider) takeAddrIndex() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.addrs == nil {
+		p.addrs = map[int]bool{}
+	}
+	for i := range topology.MaxSandboxes {
+		if !p.addrs[i] {
+			p.addrs[i] = true
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%d Slurm labs are up: every address slice is taken", topology.MaxSandboxes)
+}
+
+func (p *Provider) freeAddrIndex(i int) {
+	p.mu.Lock()
+	delete(p.addrs, i)
+	p.mu.Unlock()
 }
 
 var _ session.Provider = (*Provider)(nil)
@@ -78,20 +105,27 @@ func (p *Provider) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	}
 	lab := newLabID()
 	nodes := t.NodeNames()
-	token, err := p.Hub.Register(lab, nodes)
+	addr, err := p.takeAddrIndex()
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{hub: p.Hub, lab: lab, nodes: nodes, lost: make(chan error, 1), done: make(chan struct{})}
+	token, err := p.Hub.Register(lab, nodes)
+	if err != nil {
+		p.freeAddrIndex(addr)
+		return nil, err
+	}
+	e := &Env{hub: p.Hub, lab: lab, nodes: nodes, linked: len(p.Config.LabNICs) > 0, lost: make(chan error, 1), done: make(chan struct{}),
+		free: func() { p.freeAddrIndex(addr) }}
 	script := p.Config.Script(JobSpec{Lab: lab, Nodes: nodes, GPUs: env.GPUs, TTL: ttl, Agent: agent})
 	jobEnv := map[string]string{
 		EnvURL: p.Config.AgentURL, EnvToken: token, EnvLab: lab, EnvNodes: strings.Join(nodes, ","),
-		EnvTopology: env.Topology,
+		EnvTopology: env.Topology, EnvAddrIndex: strconv.Itoa(addr), EnvLabNICs: strings.Join(p.Config.LabNICs, ","),
 	}
 	maps.Copy(jobEnv, p.AgentEnv)
 	e.job, err = submit(ctx, script, jobEnv)
 	if err != nil {
 		p.Hub.Forget(lab)
+		e.free()
 		return nil, err
 	}
 	if err := e.wait(ctx, progress); err != nil {
@@ -167,13 +201,18 @@ func (e *Env) wait(ctx context.Context, progress func(session.Progress)) error {
 
 // Env is one lab's Slurm job seen by the lab session.
 type Env struct {
-	hub   *Hub
-	lab   string
-	job   string
-	nodes []string
-	lost  chan error
-	done  chan struct{} // closed by Down: the watch ends
-	once  sync.Once
+	hub    *Hub
+	lab    string
+	job    string
+	nodes  []string
+	linked bool // the nodes' NICs are macvlans of the site's lab NICs
+	lost   chan error
+	done   chan struct{} // closed by Down: the watch ends
+	free   func()        // gives the lab's address slice back, once the job is gone
+	once   sync.Once
+	freed  sync.Once
+	// started, if set, is told about every rank a workload starts (tests).
+	started func(rank int, node string, p bench.Proc)
 }
 
 var (
@@ -229,69 +268,124 @@ func (e *Env) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
 	return c, nil
 }
 
-// Workload implements session.Env: commlab bench, with every rank on one node
-// (its agent runs the bench there), and returns the average bus bandwidth.
-// Ranks on several nodes need a network between the nodes' namespaces, which
-// comes with the site's lab NICs (not built yet), so such a workload is
-// refused.
+// Workload implements session.Env: commlab bench with its ranks placed on
+// the lab's nodes (w.Hosts; default one rank on every node), each started by
+// its node's agent, and returns the average bus bandwidth. Ranks on several
+// nodes talk over the nodes' NICs, macvlan children of the site's lab NICs;
+// without lab NICs the nodes are not linked, and such a workload is refused.
 func (e *Env) Workload(ctx context.Context, w *scenarios.Workload, env []string, out io.Writer) (float64, error) {
 	if len(w.Bench) == 0 {
 		return 0, fmt.Errorf("%w: GPU workloads on Slurm nodes", labs.ErrUnsupported)
 	}
 	hosts := strings.Join(w.Hosts, ",")
 	if hosts == "" {
-		hosts = e.nodes[0] + ":1"
-		if len(e.nodes) > 1 {
-			hosts = strings.Join(e.nodes, ",") // one rank each, as the netns backend does
+		var hs []string
+		for _, n := range e.nodes {
+			hs = append(hs, n+":1")
 		}
+		hosts = strings.Join(hs, ",")
 	}
-	hs, err := bench.ParseHosts(hosts)
+	o, _, err := bench.ParseArgs(append(slices.Clone(w.Bench), "--hosts", hosts))
 	if err != nil {
 		return 0, err
 	}
-	node := hs[0].Node
-	for _, h := range hs {
-		if h.Node != node {
-			return 0, fmt.Errorf("%w: a workload across nodes (--hosts %s) on Slurm: the nodes' sandboxes have no network "+
-				"between them until the site's lab NICs are moved in", labs.ErrUnsupported, hosts)
+	for _, h := range o.Hosts {
+		if !slices.Contains(e.nodes, h.Node) {
+			return 0, fmt.Errorf("workload --hosts %s: no node %q in this lab", hosts, h.Node)
+		}
+		if h.Node != o.Hosts[0].Node && !e.linked {
+			return 0, fmt.Errorf("%w: a workload across nodes (--hosts %s) on Slurm: the nodes are linked only "+
+				"through the site's lab NICs (cluster.lab_nics), and none are configured", labs.ErrUnsupported, hosts)
 		}
 	}
-	if !slices.Contains(e.nodes, node) {
-		return 0, fmt.Errorf("workload --hosts %s: no node %q in this lab", hosts, node)
+	if o.Trace != "" {
+		// A scenario's --trace names a file in the learner's home on rank 0's node.
+		o.Trace = filepath.Join(learnerHome(e.job, o.Hosts[0].Node), filepath.Base(o.Trace))
 	}
-	c, err := e.hub.Stream(ctx, e.lab, node, Frame{Op: opBench, Argv: append(slices.Clone(w.Bench), "--hosts", hosts), Env: env})
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
 	var buf bytes.Buffer
-	_, rerr := io.Copy(io.MultiWriter(out, &buf), c)
-	if ctx.Err() != nil {
-		return 0, ctx.Err()
-	}
-	code, err := c.Exit()
-	switch {
-	case rerr != nil:
-		return 0, fmt.Errorf("%w: commlab bench on %s: %v", session.ErrWorkloadFailed, node, rerr)
-	case err != nil:
-		return 0, fmt.Errorf("%w: commlab bench on %s: %v", session.ErrWorkloadFailed, node, err)
-	case code != 0:
-		return 0, fmt.Errorf("%w: commlab bench on %s: exit status %d", session.ErrWorkloadFailed, node, code)
+	mw := io.MultiWriter(out, &buf)
+	l := &bench.Launcher{Starter: rankStarter{e}, Exe: "commlab", Stdout: mw, Stderr: mw, Env: env, Started: e.started}
+	if err := l.Run(ctx, o); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, fmt.Errorf("%w: %v", session.ErrWorkloadFailed, err)
 	}
 	return nccl.AvgBusBW(buf.Bytes())
 }
+
+// rankStarter is the workload's bench.Starter: its node's agent runs each
+// rank (`commlab bench rank`, as the learner, in the node's namespace), and
+// the rank's output, its exit and rank 0's unique id (written on its fd 3)
+// come back over the rank's stream.
+type rankStarter struct{ e *Env }
+
+var _ bench.Starter = rankStarter{}
+
+// Start implements bench.Starter.
+func (s rankStarter) Start(ctx context.Context, spec bench.Spec) (bench.Proc, error) {
+	var fd3 *os.File
+	if len(spec.ExtraFiles) > 0 {
+		// The launcher closes its copy once Start returns, as after an exec.
+		var err error
+		if fd3, err = dupFile(spec.ExtraFiles[0]); err != nil {
+			return nil, err
+		}
+	}
+	c, err := s.e.hub.Stream(ctx, s.e.lab, spec.Node, Frame{Op: opRank, Env: spec.Env, UniqueID: fd3 != nil})
+	if err != nil {
+		if fd3 != nil {
+			fd3.Close()
+		}
+		return nil, fmt.Errorf("start a rank on %s: %w", spec.Node, err)
+	}
+	r := &remoteRank{conn: c, done: make(chan struct{})}
+	if fd3 != nil {
+		c.fd3 = fd3
+	}
+	go r.pump(spec.Stdout, fd3)
+	return r, nil
+}
+
+// remoteRank is a rank run by an agent (bench.Proc).
+type remoteRank struct {
+	conn *Conn
+	done chan struct{} // closed once the rank's stream has ended
+	err  error
+}
+
+func (r *remoteRank) pump(out io.Writer, fd3 *os.File) {
+	defer close(r.done)
+	_, _ = io.Copy(out, r.conn)
+	if fd3 != nil {
+		fd3.Close()
+	}
+	code, err := r.conn.Exit()
+	switch {
+	case err != nil:
+		r.err = err
+	case code != 0:
+		r.err = fmt.Errorf("exit status %d", code)
+	}
+	r.conn.Close()
+}
+
+func (r *remoteRank) Wait() error { <-r.done; return r.err }
+func (r *remoteRank) Kill() error { return r.conn.Close() }
+func (r *remoteRank) Pid() int    { return r.conn.Pid() }
 
 // Down implements session.Env: scancel, then wait until the job has left its
 // nodes (the agents have reverted their faults; the epilog has swept).
 func (e *Env) Down(ctx context.Context) error {
 	e.once.Do(func() { close(e.done) })
 	defer e.hub.Forget(e.lab)
-	if e.job == "" {
-		return nil
+	if e.job != "" {
+		if err := cancel(ctx, e.job); err != nil {
+			return err // the job may still hold its addresses
+		}
 	}
-	return cancel(ctx, e.job)
+	e.freed.Do(e.free)
+	return nil
 }
 
 func newLabID() string {

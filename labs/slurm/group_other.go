@@ -3,6 +3,7 @@
 package slurm
 
 import (
+	"os"
 	"syscall"
 
 	"github.com/commlab/commlab/labs"
@@ -11,3 +12,5 @@ import (
 func ownGroup() *syscall.SysProcAttr { return nil }
 
 func killGroup(int, syscall.Signal) error { return labs.ErrNeedsLinux }
+
+func dupFile(*os.File) (*os.File, error) { return nil, labs.ErrNeedsLinux }

@@ -162,7 +162,7 @@ func (h *Hub) serveStream(w http.ResponseWriter, r *http.Request, l *hubLab, id 
 	}
 }
 
-// Stream asks node's agent to start req's process (a shell, a bench run) and
+// Stream asks node's agent to start req's process (a shell, a rank) and
 // returns the websocket that carries its bytes (see [Conn]).
 func (h *Hub) Stream(ctx context.Context, lab, node string, req Frame) (*Conn, error) {
 	b := make([]byte, 16)
@@ -185,7 +185,8 @@ func (h *Hub) Stream(ctx context.Context, lab, node string, req Frame) (*Conn, e
 		delete(l.streams, req.Stream)
 		h.mu.Unlock()
 	}()
-	if _, err := h.Call(ctx, lab, node, req); err != nil {
+	rep, err := h.Call(ctx, lab, node, req)
+	if err != nil {
 		select {
 		case ws := <-ch:
 			ws.Close()
@@ -197,7 +198,9 @@ func (h *Hub) Stream(ctx context.Context, lab, node string, req Frame) (*Conn, e
 	// on its way to the channel.
 	select {
 	case ws := <-ch:
-		return newConn(ws), nil
+		c := newConn(ws)
+		c.pid = rep.Pid
+		return c, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-time.After(10 * time.Second):

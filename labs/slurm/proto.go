@@ -10,7 +10,7 @@ const (
 	opRevert = "revert" // revert the fault Fault
 	opReply  = "reply"  // agent → server: the answer to request ID
 	opShell  = "shell"  // start a learner shell (RC, Rows, Cols) on Stream
-	opBench  = "bench"  // run commlab bench (Argv: its arguments, Env) on Stream
+	opRank   = "rank"   // run one rank of commlab bench (Env; UniqueID) on Stream
 )
 
 // Control messages on a stream's websocket (text frames; binary frames carry
@@ -18,6 +18,7 @@ const (
 const (
 	ctlResize = "resize" // server → agent: Rows, Cols
 	ctlExit   = "exit"   // agent → server, last: Exit, or Err when it could not run
+	ctlFd3    = "fd3"    // agent → server: Output, what a rank wrote on fd 3 (its unique id)
 )
 
 // Frame is one websocket message between the server and an agent. Requests go
@@ -40,13 +41,17 @@ type Frame struct {
 	// revert, and apply's reply
 	Fault string `json:"fault,omitempty"`
 
-	// shell and bench: the agent dials /agent?lab=...&stream=Stream and carries
-	// the process's bytes there before it replies.
+	// shell and rank: the agent dials /agent?lab=...&stream=Stream and carries
+	// the process's bytes there before it replies with the process's Pid.
 	Stream string   `json:"stream,omitempty"`
 	RC     string   `json:"rc,omitempty"` // the shell's bash rc file
 	Rows   uint16   `json:"rows,omitempty"`
 	Cols   uint16   `json:"cols,omitempty"`
-	Env    []string `json:"env,omitempty"` // added to bench's environment
+	Env    []string `json:"env,omitempty"` // added to the rank's environment
+	// UniqueID gives the rank a pipe on fd 3, where rank 0 writes the unique
+	// id; what it writes comes back as ctlFd3 messages.
+	UniqueID bool `json:"unique_id,omitempty"`
+	Pid      int  `json:"pid,omitempty"`
 
 	// reply: Output is the command's output (exec) or the fault's equivalent
 	// command (apply); Err is set when the request failed.
@@ -65,6 +70,13 @@ const (
 	// EnvTopology is the scenario's topology (a built-in name, or a file the
 	// nodes can read): the node's NICs and their addresses.
 	EnvTopology = "COMMLAB_TOPOLOGY"
+	// EnvAddrIndex is the lab's address slice (topology.Plan's index), which
+	// no other lab of the server holds at the same time: labs sharing the
+	// site's lab NICs never share addresses.
+	EnvAddrIndex = "COMMLAB_ADDR_INDEX"
+	// EnvLabNICs is cluster.lab_nics, comma-separated: the node NICs whose
+	// macvlan children are the lab node's NICs (empty: unlinked veths).
+	EnvLabNICs = "COMMLAB_LAB_NICS"
 )
 
 // tokenHeader carries the lab's token on the websocket upgrade request.

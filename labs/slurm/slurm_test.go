@@ -1,9 +1,11 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commlab/commlab/bench"
 	"github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/testenv"
 	"github.com/commlab/commlab/labs/session"
@@ -77,13 +80,17 @@ func labFor(t *testing.T, bin string, ttl, grace time.Duration) (*Env, *Hub, []s
 	return e, hub, steps
 }
 
+// ciLabNIC is the lab NIC .ci/slurm-up.sh lends both nodes.
+const ciLabNIC = "commlab-lab0"
+
 // provider serves a fresh hub and submits to the CI cluster's partition.
 func provider(t *testing.T, bin string, grace time.Duration) *Provider {
 	hub := NewHub(nil)
 	srv := httptest.NewServer(hub)
 	t.Cleanup(srv.Close)
 	return &Provider{Hub: hub, Agent: bin, Poll: time.Second, AgentGrace: 3 * time.Second,
-		Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace}}
+		Config: &Config{Partition: "commlab", AgentURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/agent", Grace: grace,
+			LabNICs: []string{ciLabNIC}}}
 }
 
 func run(t *testing.T, e *Env, node string, argv ...string) string {
@@ -200,8 +207,169 @@ func TestTwoNodeLab(t *testing.T) {
 	}
 }
 
+// TestCrossNodeWorkload: a two-node lab's workload runs rank 0 on Slurm node
+// node1 and rank 1 on node2, each a child of its node's agent in its node's
+// namespace, over the nodes' NICs, macvlan children of the CI lab NIC (the
+// counters of rdma0 rise on both nodes); a rate fault on node2's rdma0 lowers
+// the figure; nothing is left after, on the lab NIC either.
+func TestCrossNodeWorkload(t *testing.T) {
+	exe := requireSlurm(t)
+	e, hub, _ := lab(t, exe)
+	hosts := hub.Connected(e.lab)
+	if hosts["node1"].Host == hosts["node2"].Host {
+		t.Fatalf("both agents on Slurm node %q", hosts["node1"].Host)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	agents := map[string]int{}
+	for _, n := range e.Nodes() {
+		if out := run(t, e, n, "ip", "-d", "link", "show", "rdma0"); !strings.Contains(out, "macvlan mode bridge") {
+			t.Errorf("%s's rdma0 is not a macvlan in bridge mode:\n%s", n, out)
+		}
+		// ip netns exec execs the command: sh's parent is the agent itself.
+		pid, err := strconv.Atoi(strings.TrimSpace(run(t, e, n, "sh", "-c", "echo $PPID")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents[n] = pid
+	}
+
+	// Where each rank runs, seen while it runs: its parent and its namespace.
+	type place struct {
+		node  string
+		ppid  int
+		netns string
+	}
+	var mu sync.Mutex
+	ranks := map[int]place{}
+	e.started = func(rank int, node string, p bench.Proc) {
+		// The agent's ip netns exec, sh and setpriv exec one another, and
+		// finally commlab: the rank as it runs.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Pid())); string(comm) == "commlab\n" {
+				break
+			}
+		}
+		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.Pid()))
+		mu.Lock()
+		ranks[rank] = place{node, parentOf(p.Pid()), ns}
+		mu.Unlock()
+	}
+	w := &scenarios.Workload{Bench: []string{"all_reduce", "-b", "4M", "-e", "4M", "-n", "5", "-w", "1"}}
+	before := rdmaBytes(t, e)
+	healthy, log := workload(ctx, t, e, w)
+	if healthy <= 0 {
+		t.Fatalf("healthy figure %v GB/s:\n%s", healthy, log)
+	}
+	after := rdmaBytes(t, e)
+	for rank, node := range []string{"node1", "node2"} {
+		want := place{node, agents[node], strings.TrimSpace(run(t, e, node, "readlink", "/proc/self/ns/net"))}
+		if got := ranks[rank]; got != want {
+			t.Errorf("rank %d ran at %+v, want %+v (in %s's agent's sandbox)", rank, got, want, node)
+		}
+	}
+	for _, n := range e.Nodes() {
+		// Each rank sends and receives the 4 MB buffer once per iteration (6).
+		if d := after[n] - before[n]; d < 2*6*4<<20 {
+			t.Errorf("%s's rdma0 carried %d bytes, want at least %d", n, d, 2*6*4<<20)
+		}
+	}
+
+	// A busy host slows a run, never speeds one past its link: the healthy
+	// figure is the best of two runs, and the slow one gets three tries.
+	if again, _ := workload(ctx, t, e, w); again > healthy {
+		healthy = again
+	}
+
+	if _, _, err := e.Apply(ctx, "node2", "nic-rate", map[string]string{"nic": "rdma0", "rate": "50mbit"}, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var slow float64
+	for try := range 3 {
+		slow, log = workload(ctx, t, e, w)
+		t.Logf("2x1 across Slurm nodes: %.4f GB/s healthy, %.4f GB/s with node2's rdma0 at 50mbit (try %d)", healthy, slow, try+1)
+		if slow > 0 && slow <= healthy*0.6 {
+			break
+		}
+		if try == 2 {
+			t.Errorf("with node2's rdma0 at 50mbit: %v GB/s, want above 0 and at most 0.6 x %v:\n%s", slow, healthy, log)
+		}
+	}
+
+	if out, _ := exec.Command("ip", "-d", "link", "show", ciLabNIC).CombinedOutput(); strings.Contains(string(out), " promiscuity 0 ") {
+		t.Errorf("%s with the lab's macvlan children is not promiscuous: labNICFree proves nothing\n%s", ciLabNIC, out)
+	}
+	job := e.Job()
+	if err := e.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(job); len(left) > 0 {
+		t.Errorf("left behind: %q", left)
+	}
+	labNICFree(t)
+}
+
+// labNICFree fails unless the CI lab NIC is left without macvlan children: the
+// kernel keeps a veth promiscuous while it has any (a deleted namespace's
+// links go in the background).
+func labNICFree(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err := exec.Command("ip", "-d", "link", "show", ciLabNIC).CombinedOutput()
+		if err == nil && strings.Contains(string(out), " promiscuity 0 ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after the lab still has macvlan children:\n%s", ciLabNIC, out)
+		}
+	}
+}
+
+// workload runs w in e and returns its figure and output.
+func workload(ctx context.Context, t *testing.T, e *Env, w *scenarios.Workload) (float64, string) {
+	t.Helper()
+	var log strings.Builder
+	bw, err := e.Workload(ctx, w, nil, &log)
+	if err != nil {
+		t.Fatalf("workload: %v\n%s", err, log.String())
+	}
+	return bw, log.String()
+}
+
+// rdmaBytes is what each node's rdma0 has sent and received.
+func rdmaBytes(t *testing.T, e *Env) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, n := range e.Nodes() {
+		for _, c := range []string{"rx_bytes", "tx_bytes"} {
+			v, err := strconv.Atoi(strings.TrimSpace(run(t, e, n, "cat", "/sys/class/net/rdma0/statistics/"+c)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[n] += v
+		}
+	}
+	return out
+}
+
+// parentOf is pid's parent pid (0 if it is gone).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, not ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
 // TestAgentKilled: an agent killed with its fault in place cannot revert it; the
-// epilog (lab sweep --slurm-job) does when the job is cancelled.
+// epilog (lab sweep --slurm-job) does when the job is cancelled, and its
+// namespaces take their macvlan children of the lab NIC with them.
 func TestAgentKilled(t *testing.T) {
 	exe := requireSlurm(t)
 	e, _, _ := lab(t, exe)
@@ -251,6 +419,7 @@ func TestAgentKilled(t *testing.T) {
 	if left := leftovers(job); len(left) > 0 {
 		t.Errorf("after the epilog, left behind: %q", left)
 	}
+	labNICFree(t)
 }
 
 // TestSlurmctldRestart: the controller going away mid-lab touches neither the
@@ -340,15 +509,14 @@ func TestTimeLimit(t *testing.T) {
 	}
 }
 
-// serveScenario is a two-node lab whose workload runs on node1 (the nodes'
-// sandboxes are not linked) and whose fault is on node2.
+// serveScenario is a two-node lab whose workload has a rank on each node and
+// whose fault is on node2.
 const serveScenario = `id: t-slurm
 chapter: ch08
 title: t
 environment: {kind: netns, topology: 2x1}
 workload:
   bench: [all_reduce, -b, 64K, -e, 64K, -n, "2", -w, "1"]
-  hosts: ["node1:2"]
 faults:
   - {kind: mtu-mismatch, node: node2, params: {nic: rdma0, mtu: "1400"}}
 task: t
@@ -391,7 +559,7 @@ func TestServePath(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := &Config{Partition: "commlab", AgentURL: "ws://" + addr + "/agent", Agent: exe}
+	c := &Config{Partition: "commlab", AgentURL: "ws://" + addr + "/agent", Agent: exe, LabNICs: []string{ciLabNIC}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +604,7 @@ func TestServePath(t *testing.T) {
 		}
 	}
 	if bw, err := l.Measure(ctx); err != nil || bw <= 0 {
-		t.Errorf("workload on the Slurm node: %v GB/s, %v", bw, err)
+		t.Errorf("workload across the Slurm nodes: %v GB/s, %v", bw, err)
 	}
 
 	// A second learner's lab waits while this one holds both nodes: its status
@@ -523,7 +691,8 @@ func TestTLSLab(t *testing.T) {
 			}
 			addr := ln.Addr().String()
 			ln.Close()
-			c := &Config{Partition: "commlab", AgentURL: "wss://" + addr + "/agent", Agent: exe, TLS: &TLSConfig{Cert: cert, Key: key, CA: tt.ca}}
+			c := &Config{Partition: "commlab", AgentURL: "wss://" + addr + "/agent", Agent: exe, TLS: &TLSConfig{Cert: cert, Key: key, CA: tt.ca},
+				LabNICs: []string{ciLabNIC}}
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}

@@ -22,17 +22,21 @@ import (
 )
 
 // A stream carries one process's bytes between the server and a node: a
-// learner's terminal or a bench run. It has a websocket of its own, dialled by
-// the agent, so a busy terminal never holds up the node's requests.
+// learner's terminal or a workload's rank. It has a websocket of its own,
+// dialled by the agent, so a busy terminal never holds up the node's requests.
 
 // Conn is the server's end of a stream. It is a learner's terminal
-// (session.PTY) or a bench run's output; Read ends with io.EOF when the
-// process has exited (see Exit).
+// (session.PTY) or a rank's output; Read ends with io.EOF when the process
+// has exited (see Exit).
 type Conn struct {
 	ws   *websocket.Conn
 	wmu  sync.Mutex
 	rbuf []byte
 	exit *Frame
+	pid  int
+	// fd3, if set, gets what a rank writes on its fd 3 (ctlFd3), as Read
+	// meets it.
+	fd3 io.Writer
 }
 
 func newConn(ws *websocket.Conn) *Conn { return &Conn{ws: ws} }
@@ -52,8 +56,14 @@ func (c *Conn) Read(p []byte) (int, error) {
 			continue
 		}
 		var f Frame
-		if json.Unmarshal(msg, &f) == nil && f.Op == ctlExit {
+		if json.Unmarshal(msg, &f) != nil {
+			continue
+		}
+		switch {
+		case f.Op == ctlExit:
 			c.exit = &f
+		case f.Op == ctlFd3 && c.fd3 != nil:
+			_, _ = io.WriteString(c.fd3, f.Output)
 		}
 	}
 	n := copy(p, c.rbuf)
@@ -81,6 +91,9 @@ func (c *Conn) Resize(rows, cols uint16) error {
 // Close ends the stream; the agent kills the process.
 func (c *Conn) Close() error { return c.ws.Close() }
 
+// Pid is the process's pid on its node.
+func (c *Conn) Pid() int { return c.pid }
+
 // Exit is the process's exit status once Read has returned io.EOF; an error
 // when it could not run or the stream broke before it ended.
 func (c *Conn) Exit() (int, error) {
@@ -93,7 +106,7 @@ func (c *Conn) Exit() (int, error) {
 	return c.exit.Exit, nil
 }
 
-// LearnerUID is the uid (and gid) of the learner's shells and bench runs on a
+// LearnerUID is the uid (and gid) of the learner's shells and ranks on a
 // node: nobody. A shell keeps CAP_NET_ADMIN, which acts only inside its lab's
 // namespace, as the local sandbox's learner does.
 const LearnerUID = 65534
@@ -102,28 +115,29 @@ const LearnerUID = 65534
 type proc struct {
 	cmd *exec.Cmd
 	out io.Reader // the pty, or the read end of stdout+stderr
-	in  io.Writer // the pty; nil for bench
+	in  io.Writer // the pty; nil for a rank
 	tty *os.File  // the pty, for resizes
+	fd3 *os.File  // a rank's fd 3 (UniqueID), read end
 }
 
 // startStream dials the stream req names, starts its process and pumps its
-// bytes until either end goes.
-func (a *Agent) startStream(ctx context.Context, req Frame) error {
+// bytes until either end goes. It returns the process's pid.
+func (a *Agent) startStream(ctx context.Context, req Frame) (int, error) {
 	var p *proc
 	var err error
 	switch req.Op {
 	case opShell:
 		p, err = a.shell(req)
-	case opBench:
-		p, err = a.bench(req)
+	case opRank:
+		p, err = a.rank(req)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ws, err := a.dial(ctx, req.Stream)
 	if err != nil {
 		p.kill()
-		return err
+		return 0, err
 	}
 	a.mu.Lock()
 	if a.procs == nil {
@@ -137,7 +151,7 @@ func (a *Agent) startStream(ctx context.Context, req Frame) error {
 		delete(a.procs, p)
 		a.mu.Unlock()
 	}()
-	return nil
+	return p.cmd.Process.Pid, nil
 }
 
 // learner is argv run as the learner in the node's namespace; caps are the
@@ -168,7 +182,10 @@ func commlabDir() string {
 
 // home is the learner's home on this node, in the job's data directory (the
 // epilog removes it with the journal).
-func (a *Agent) home() string { return filepath.Join(JobDataDir(a.Job), "home", a.Node) }
+func (a *Agent) home() string { return learnerHome(a.Job, a.Node) }
+
+// learnerHome is the learner's home on node of job.
+func learnerHome(job, node string) string { return filepath.Join(JobDataDir(job), "home", node) }
 
 func (a *Agent) makeHome() error {
 	h := a.home()
@@ -206,7 +223,9 @@ func (a *Agent) shell(req Frame) (*proc, error) {
 	return &proc{cmd: cmd, out: f, in: f, tty: f}, nil
 }
 
-func (a *Agent) bench(req Frame) (*proc, error) {
+// rank starts one rank of the workload (commlab bench rank, which reads its
+// part from req.Env) as the learner in the node's namespace.
+func (a *Agent) rank(req Frame) (*proc, error) {
 	if err := a.makeHome(); err != nil {
 		return nil, fmt.Errorf("learner home: %w", err)
 	}
@@ -214,8 +233,7 @@ func (a *Agent) bench(req Frame) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every rank on this node: node names in --hosts are labels here.
-	cmd := a.learner("", append(append([]string{exe, "bench"}, req.Argv...), "--launcher", "local")...)
+	cmd := a.learner("", exe, "bench", "rank")
 	// The job's environment, then what env-force hides on this node, as the
 	// local backend's ranks get them.
 	forced, err := injector.EnvFor(a.target())
@@ -228,14 +246,30 @@ func (a *Agent) bench(req Frame) (*proc, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = w, w
+	p := &proc{cmd: cmd, out: r}
+	var idw *os.File
+	if req.UniqueID {
+		if p.fd3, idw, err = os.Pipe(); err != nil {
+			r.Close()
+			w.Close()
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{idw}
+	}
 	cmd.SysProcAttr = ownGroup()
 	err = cmd.Start()
 	w.Close()
+	if idw != nil {
+		idw.Close()
+	}
 	if err != nil {
 		r.Close()
-		return nil, fmt.Errorf("start commlab bench: %w", err)
+		if p.fd3 != nil {
+			p.fd3.Close()
+		}
+		return nil, fmt.Errorf("start commlab bench rank: %w", err)
 	}
-	return &proc{cmd: cmd, out: r}, nil
+	return p, nil
 }
 
 // kill ends the process's group: SIGTERM (bench reaps its ranks), then
@@ -249,10 +283,39 @@ func (p *proc) kill() {
 	}()
 }
 
-// pump copies the process's output to ws and ws's input to the process; the
-// exit status is the stream's last message. A closed stream kills the process.
+// pump copies the process's output (and a rank's fd 3) to ws and ws's input
+// to the process; the exit status is the stream's last message. A closed
+// stream kills the process.
 func (p *proc) pump(ws *websocket.Conn) {
 	defer ws.Close()
+	var wmu sync.Mutex // one writer at a time: output, fd 3, the exit
+	send := func(typ int, b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return ws.WriteMessage(typ, b)
+	}
+	fd3 := make(chan struct{})
+	if p.fd3 == nil {
+		close(fd3)
+	} else {
+		go func() {
+			defer close(fd3)
+			defer p.fd3.Close()
+			buf := make([]byte, 4096)
+			for {
+				n, err := p.fd3.Read(buf)
+				if n > 0 {
+					msg, _ := json.Marshal(Frame{Op: ctlFd3, Output: string(buf[:n])})
+					if send(websocket.TextMessage, msg) != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
 	go func() {
 		for {
 			typ, msg, err := ws.ReadMessage()
@@ -273,7 +336,7 @@ func (p *proc) pump(ws *websocket.Conn) {
 	for {
 		n, err := p.out.Read(buf)
 		if n > 0 {
-			if werr := ws.WriteMessage(websocket.BinaryMessage, buf[:n]); werr != nil {
+			if werr := send(websocket.BinaryMessage, buf[:n]); werr != nil {
 				p.kill()
 				break
 			}
@@ -293,6 +356,8 @@ func (p *proc) pump(ws *websocket.Conn) {
 	case err != nil:
 		exit.Err = err.Error()
 	}
-	_ = ws.WriteJSON(exit)
-	_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+	<-fd3 // the rank has exited: its fd 3 is closed
+	msg, _ := json.Marshal(exit)
+	_ = send(websocket.TextMessage, msg)
+	_ = send(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 }

@@ -1,12 +1,16 @@
 package slurm
 
 import (
+	"cmp"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commlab/commlab/labs/topology"
 )
 
 func TestScript(t *testing.T) {
@@ -98,6 +102,9 @@ func TestAgentFromEnv(t *testing.T) {
 		{"node id past the nodes", map[string]string{"SLURM_NODEID": "2"}, "", "", "want 0 to 1"},
 		{"bad node name", map[string]string{EnvNodes: "node1,Node/2"}, "", "", "node \"Node/2\""},
 		{"bad job id", map[string]string{"SLURM_JOB_ID": "4;2"}, "", "", "SLURM_JOB_ID"},
+		{"lab NICs and a slice", map[string]string{EnvLabNICs: "fab0,fab1", EnvAddrIndex: "3"}, "node2", "", ""},
+		{"slice past the block", map[string]string{EnvAddrIndex: "128"}, "", "", "COMMLAB_ADDR_INDEX \"128\": want 0 to 127"},
+		{"bad lab NIC", map[string]string{EnvLabNICs: "fab0,a b"}, "", "", `COMMLAB_LAB_NICS: "a b" is not an interface name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +127,11 @@ func TestAgentFromEnv(t *testing.T) {
 			}
 			if a.Node != tt.node || a.netns() != "cls-42-"+tt.node || a.target().NetNS != a.netns() {
 				t.Fatalf("node %s netns %s", a.Node, a.netns())
+			}
+			got := fmt.Sprintf("%d %v", a.AddrIndex, a.LabNICs)
+			want := fmt.Sprintf("%s %v", cmp.Or(tt.change[EnvAddrIndex], "0"), strings.Fields(strings.ReplaceAll(tt.change[EnvLabNICs], ",", " ")))
+			if got != want {
+				t.Errorf("slice and lab NICs %s, want %s", got, want)
 			}
 		})
 	}
@@ -178,21 +190,26 @@ func TestListen(t *testing.T) {
 	}
 }
 
-// TestNodeNICs: the agent gives its node the topology's NICs and addresses.
+// TestNodeNICs: the agent gives its node the topology's NICs, in the lab's
+// address slice, each on the lab NIC of its switch (k mod the lab NICs).
 func TestNodeNICs(t *testing.T) {
 	tests := []struct {
 		topo, node string
 		index      int
+		addrs      int
+		labNICs    []string
 		want       string
 		err        string
 	}{
-		{"2x1", "node2", 1, "eth0 198.18.0.2/26 1500, rdma0 198.18.0.66/26 1500", ""},
-		{"", "node2", 1, "eth0 10.77.0.2/24 1500", ""},
-		{"2x1", "node9", 0, "", "has no node node9"},
-		{"nosuch", "node1", 0, "", "nosuch"},
+		{"2x1", "node2", 1, 0, nil, "eth0 198.18.0.2/26 1500 25Mbit<-, rdma0 198.18.0.66/26 1500 200Mbit<-", ""},
+		{"2x1", "node1", 0, 1, []string{"fab0"}, "eth0 198.18.4.1/26 1500 25Mbit<fab0, rdma0 198.18.4.65/26 1500 200Mbit<fab0", ""},
+		{"2x1", "node1", 0, 0, []string{"fab0", "fab1"}, "eth0 198.18.0.1/26 1500 25Mbit<fab0, rdma0 198.18.0.65/26 1500 200Mbit<fab1", ""},
+		{"", "node2", 1, 2, nil, "eth0 198.18.8.2/26 1500 0bit<-", ""},
+		{"2x1", "node9", 0, 0, nil, "", "has no node node9"},
+		{"nosuch", "node1", 0, 0, nil, "", "nosuch"},
 	}
 	for _, tt := range tests {
-		a := &Agent{Topology: tt.topo, Node: tt.node, Index: tt.index}
+		a := &Agent{Topology: tt.topo, Node: tt.node, Index: tt.index, AddrIndex: tt.addrs, LabNICs: tt.labNICs}
 		nics, err := a.nics()
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -202,10 +219,82 @@ func TestNodeNICs(t *testing.T) {
 		}
 		var got []string
 		for _, n := range nics {
-			got = append(got, fmt.Sprintf("%s %s %d", n.Name, n.Addr, n.MTU))
+			got = append(got, fmt.Sprintf("%s %s %d %s<%s", n.Name, n.Addr, n.MTU, n.Rate, cmp.Or(n.Parent, "-")))
 		}
 		if strings.Join(got, ", ") != tt.want {
 			t.Errorf("%s/%s: %q, want %q", tt.topo, tt.node, got, tt.want)
 		}
+	}
+}
+
+// TestCheckLabNICs: a lab NIC the node cannot lend as it is, or one the site
+// did not list, is refused with the reason; CI's lab NIC (.ci/slurm-up.sh),
+// where there is one, is lent to a topology whose MTU it carries.
+func TestCheckLabNICs(t *testing.T) {
+	tests := []struct {
+		listed []string
+		parent string
+		mtu    int
+		want   string // "": lent
+	}{
+		{[]string{"fab0"}, "eth7", 1500, "NIC eth7 is not one of the site's lab NICs (cluster.lab_nics: fab0)"},
+		{[]string{"commlab-nosuch"}, "commlab-nosuch", 1500, "lab NIC commlab-nosuch (cluster.lab_nics) is not on Slurm node"},
+		{[]string{"lo"}, "lo", 1500, "is a loopback device"},
+		{[]string{ciLabNIC}, ciLabNIC, 1500, ""},
+		{[]string{ciLabNIC}, ciLabNIC, 9000, "has MTU 1500, below rdma0's 9000 in the topology"},
+	}
+	for _, tt := range tests {
+		if _, err := net.InterfaceByName(tt.parent); tt.parent == ciLabNIC && err != nil {
+			t.Logf("no %s (.ci/slurm-up.sh makes it): skipping MTU %d", ciLabNIC, tt.mtu)
+			continue
+		}
+		a := &Agent{LabNICs: tt.listed}
+		err := a.checkLabNICs([]nodeNIC{{NICPlan: topology.NICPlan{NIC: topology.NIC{Name: "rdma0", MTU: tt.mtu}}, Parent: tt.parent}})
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("lab NICs %q, parent %s, MTU %d: %v, want %q", tt.listed, tt.parent, tt.mtu, err, tt.want)
+		}
+	}
+}
+
+// TestLabNICsConfig: cluster.lab_nics takes interface names, each once.
+func TestLabNICsConfig(t *testing.T) {
+	tests := []struct {
+		nics []string
+		err  string
+	}{
+		{[]string{"ens1f0np0", "ens1f1np1"}, ""},
+		{[]string{"lo"}, `lab_nics: "lo": want an interface name`},
+		{[]string{"eth0;reboot"}, `lab_nics: "eth0;reboot": want an interface name`},
+		{[]string{"ens1", "ens1"}, "lab_nics: ens1 listed twice"},
+	}
+	for _, tt := range tests {
+		c := &Config{AgentURL: "ws://login1:8081/agent", LabNICs: tt.nics}
+		err := c.Validate()
+		if (tt.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("lab_nics %q: %v, want %q", tt.nics, err, tt.err)
+		}
+	}
+}
+
+// TestAddrIndex: each lab up holds an address slice of its own; a freed slice
+// is taken again, and past the last one a lab is refused.
+func TestAddrIndex(t *testing.T) {
+	p := &Provider{}
+	for want := range 3 {
+		if got, err := p.takeAddrIndex(); err != nil || got != want {
+			t.Fatalf("take: %d, %v; want %d", got, err, want)
+		}
+	}
+	p.freeAddrIndex(1)
+	if got, _ := p.takeAddrIndex(); got != 1 {
+		t.Errorf("take after freeing 1: %d", got)
+	}
+	for range topology.MaxSandboxes - 3 {
+		if _, err := p.takeAddrIndex(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.takeAddrIndex(); err == nil || !strings.Contains(err.Error(), "every address slice is taken") {
+		t.Errorf("take with all %d held: %v", topology.MaxSandboxes, err)
 	}
 }

@@ -88,6 +88,17 @@ func (r Rate) String() string {
 // BytesPerSecond is the rate as tc and the kernel take it.
 func (r Rate) BytesPerSecond() uint64 { return uint64(r) / 8 }
 
+// TBF sizes a tbf at r on a device whose largest packet is maxPacket bytes,
+// following FAULTS.md: the bucket (burst) holds 10 ms at r and at least two
+// maximal packets, so no packet is ever larger than the bucket and short
+// probes do not see line rate; the queue (limit) holds 25 ms more, enough for
+// TCP at sandbox RTTs without bufferbloat. Both are in bytes.
+func (r Rate) TBF(maxPacket int) (burst, limit uint64) {
+	bps := r.BytesPerSecond()
+	burst = max(bps/100, 2*uint64(maxPacket))
+	return burst, burst + bps*25/1000
+}
+
 // MarshalText implements encoding.TextMarshaler (state files, JSON).
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 

@@ -362,3 +362,21 @@ func TestValidateBuiltStruct(t *testing.T) {
 		})
 	}
 }
+
+// TestRateTBF: the bucket holds 10 ms at the rate and two maximal packets at
+// least; the queue 25 ms more.
+func TestRateTBF(t *testing.T) {
+	tests := []struct {
+		rate         Rate
+		maxPacket    int
+		burst, limit uint64
+	}{
+		{200 * Mbit, 1514, 250_000, 875_000},
+		{8 * Kbit, 1514, 3028, 3053},
+	}
+	for _, tt := range tests {
+		if b, l := tt.rate.TBF(tt.maxPacket); b != tt.burst || l != tt.limit {
+			t.Errorf("%s.TBF(%d) = %d, %d; want %d, %d", tt.rate, tt.maxPacket, b, l, tt.burst, tt.limit)
+		}
+	}
+}

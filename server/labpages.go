@@ -24,6 +24,7 @@ import (
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/server/store"
 	"github.com/commlab/commlab/web"
 )
 
@@ -188,7 +189,7 @@ func (s *Server) labStart(c *gin.Context) {
 	if prev, err := s.labs.Get(u.ID, c.PostForm("again")); err == nil && prev.Variant.Scenario.ID == sc.ID {
 		v = prev.Variant
 	}
-	l, err := s.startLab(c.Request.Context(), u.ID, v, 0)
+	l, err := s.startLab(c.Request.Context(), store.LabOwner{LearnerID: u.ID}, v, 0)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return

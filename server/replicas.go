@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +31,8 @@ import (
 // a lab it does not run forwards the request there, websockets included. The
 // hop grants nothing: the owner checks the session cookie, the CSRF token and
 // the lab's learner as for any request. The store also knows which labs still
-// run, so one running lab per learner holds across replicas.
+// run: a replica claims a lab there before it builds it, so one running lab per
+// learner holds across replicas.
 
 // hopHeader marks a request one replica forwarded to another. The receiver
 // serves it itself or says there is no such lab; it never forwards it again,
@@ -51,6 +54,9 @@ type replicas struct {
 	// down is set when this replica shuts down, having recorded the end of
 	// all its labs (the store may be closed while their teardowns finish).
 	down atomic.Bool
+	// starting holds the ids of the labs this replica has claimed or is
+	// claiming and its manager does not know yet.
+	starting sync.Map
 }
 
 func newReplicas(advertise string, st store.Store) (*replicas, error) {
@@ -80,24 +86,28 @@ func advertisedURL(s string) (string, error) {
 	return u.String(), nil
 }
 
-// startLab starts a lab for learner (ttl 0: the manager's). With replicas it
-// first refuses (session.ErrBusy) while the learner runs a lab on another
-// replica, then records this one as the lab's owner until the lab ends; a lab
-// the others could not find is stopped.
-func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+// startLab starts lab (its learner, and an exam lab's attempt and task) from
+// v; ttl 0 is the manager's. With replicas the lab is claimed in the store
+// before it is built, so that of a learner's starts on several replicas at
+// once one wins (session.ErrBusy for the others); the claim ends with the lab,
+// or at once if the lab does not start.
+func (s *Server) startLab(ctx context.Context, lab store.LabOwner, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+	lab.LabID, lab.Scenario = session.NewID(), v.Scenario.ID
 	r := s.replicas
-	if r != nil {
-		if err := r.busyElsewhere(ctx, learner); err != nil {
-			return nil, err
+	if r == nil {
+		return s.labs.StartAs(lab.LabID, lab.LearnerID, v, ttl)
+	}
+	r.starting.Store(lab.LabID, true)
+	defer r.starting.Delete(lab.LabID)
+	if err := s.claim(ctx, &lab); err != nil {
+		return nil, err
+	}
+	l, err := s.labs.StartAs(lab.LabID, lab.LearnerID, v, ttl)
+	if err != nil {
+		if err := r.owners.EndLab(context.WithoutCancel(ctx), lab.LabID); err != nil {
+			s.log.Warn("lab claim not released", "lab", lab.LabID, "err", err)
 		}
-	}
-	l, err := s.labs.StartTTL(learner, v, ttl)
-	if err != nil || r == nil {
-		return l, err
-	}
-	if err := r.owners.SetLabOwner(ctx, &store.LabOwner{LabID: l.ID, LearnerID: learner, Replica: r.self}); err != nil {
-		l.Stop()
-		return nil, fmt.Errorf("lab %s: %w", l.ID, err)
+		return nil, err
 	}
 	go func() {
 		<-l.Ended()
@@ -113,26 +123,57 @@ func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Varia
 	return l, nil
 }
 
-// busyElsewhere is session.ErrBusy while the learner runs a lab on another
-// replica that still answers (this replica's manager counts its own). A
-// replica that does not answer is gone, and its labs with it.
-func (r *replicas) busyElsewhere(ctx context.Context, learner int64) error {
-	running, err := r.owners.RunningLabs(ctx, learner)
-	if err != nil {
-		return err
-	}
-	for _, o := range running {
-		if o.Replica == r.self {
-			continue
-		}
-		if r.answers(ctx, o.Replica) {
-			return session.ErrBusy
-		}
-		if err := r.owners.EndReplicaLabs(ctx, o.Replica); err != nil {
+// claim records this replica as lab's owner, unless the learner runs a lab
+// (session.ErrBusy). A running lab that is in fact gone (ended here, or on a
+// replica that does not answer) is marked ended, and the claim tried again.
+func (s *Server) claim(ctx context.Context, lab *store.LabOwner) error {
+	r := s.replicas
+	lab.Replica = r.self
+	for range 2 {
+		err := r.owners.ClaimLab(ctx, lab)
+		if !errors.Is(err, store.ErrExists) {
 			return err
 		}
+		if gone, err := s.endGoneLabs(ctx, lab.LearnerID); err != nil || !gone {
+			return cmp.Or(err, session.ErrBusy)
+		}
 	}
-	return nil
+	return session.ErrBusy
+}
+
+// endGoneLabs marks ended the learner's labs that the store takes for running
+// but are gone: this replica's that are neither starting nor running, and
+// those of a replica that does not answer (its other labs with them). It says
+// false, marking nothing, while one of them still runs.
+func (s *Server) endGoneLabs(ctx context.Context, learner int64) (bool, error) {
+	r := s.replicas
+	running, err := r.owners.RunningLabs(ctx, learner)
+	if err != nil {
+		return false, err
+	}
+	var gone []func() error
+	for _, o := range running {
+		switch {
+		case o.Replica == r.self:
+			if _, starting := r.starting.Load(o.LabID); starting {
+				return false, nil
+			}
+			if l, err := s.labs.Get(learner, o.LabID); err == nil && l.Running() {
+				return false, nil
+			}
+			gone = append(gone, func() error { return r.owners.EndLab(ctx, o.LabID) })
+		case r.answers(ctx, o.Replica):
+			return false, nil
+		default:
+			gone = append(gone, func() error { return r.owners.EndReplicaLabs(ctx, o.Replica) })
+		}
+	}
+	for _, end := range gone {
+		if err := end(); err != nil {
+			return false, err
+		}
+	}
+	return len(gone) > 0, nil
 }
 
 // answers says whether the replica at base answers its /healthz within 2 s

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,6 +173,79 @@ func TestReplicasForwardLabs(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stopped lab not recorded as ended: %+v, %v", o, err)
 		}
+	}
+}
+
+// TestReplicasOneLabAtOnce: one learner's lab starts sent at once to two
+// replicas: exactly one starts a lab, every other is told that a lab runs.
+func TestReplicasOneLabAtOnce(t *testing.T) {
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice := newClient()
+	a, b := startReplica(t, st, alice), startReplica(t, st, alice)
+	a.register(alice, "alice@example.com")
+	a.host.probe, b.host.probe = 50*time.Millisecond, 50*time.Millisecond // a start takes a moment on each
+	const each = 8
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	answers := make(chan answer, 2*each)
+	forms := map[*replica]string{}
+	for _, r := range []*replica{a, b} {
+		forms[r] = url.Values{"csrf_token": {r.csrf(alice, "/labs/ch01-tour")}}.Encode()
+	}
+	var wg sync.WaitGroup
+	go_ := make(chan struct{}) // the starts leave together
+	for i := range 2 * each {
+		r := []*replica{a, b}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", r.url+"/labs/ch01-tour/start", strings.NewReader(forms[r]))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			<-go_
+			resp, err := alice.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answers <- answer{code: resp.StatusCode, body: string(body)}
+		}()
+	}
+	close(go_)
+	wg.Wait()
+	close(answers)
+	started := 0
+	for ans := range answers {
+		switch {
+		case ans.code == http.StatusSeeOther:
+			started++
+		case ans.code != http.StatusConflict || !strings.Contains(ans.body, web.T("zh", "err.labbusy")):
+			t.Errorf("a start: %d %v, want 303 or 409 with %q\n%.300s", ans.code, ans.err, web.T("zh", "err.labbusy"), ans.body)
+		}
+	}
+	u, err := st.UserByEmail(context.Background(), "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := st.RunningLabs(context.Background(), u.ID)
+	labs := 0
+	for _, r := range []*replica{a, b} {
+		for _, l := range r.mgr.All() {
+			if l.Running() {
+				labs++
+			}
+		}
+	}
+	if started != 1 || labs != 1 || err != nil || len(running) != 1 {
+		t.Errorf("%d of %d starts succeeded, %d labs run, the store has %d (%v); want one of each", started, 2*each, labs, len(running), err)
 	}
 }
 
@@ -387,7 +461,7 @@ func TestReplicasDashboardQueries(t *testing.T) {
 	grow := func(n int) {
 		for ; members < n; members++ {
 			u := joinLearner(t, st, w, members)
-			if _, err := a.srv.startLab(ctx, u.ID, sc.Draw(uint64(members)), time.Hour); err != nil {
+			if _, err := a.srv.startLab(ctx, store.LabOwner{LearnerID: u.ID}, sc.Draw(uint64(members)), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -90,9 +90,9 @@ type Deps struct {
 // and websockets can be tested without root.
 type Labs interface {
 	Check(s *scenarios.Scenario) error
-	Start(learner int64, v *scenarios.Variant) (*session.Lab, error)
-	// StartTTL starts a lab with a TTL of its own (a workshop's).
-	StartTTL(learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error)
+	// StartAs starts a lab of the given id (session.NewID) with a TTL of its
+	// own (a workshop's; 0 keeps the manager's).
+	StartAs(id string, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error)
 	Get(learner int64, id string) (*session.Lab, error)
 	Current(learner int64) (*session.Lab, bool)
 }

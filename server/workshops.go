@@ -420,7 +420,7 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 	if !ok {
 		return
 	}
-	l, err := s.startLab(c.Request.Context(), userOf(c).ID, v, w.LabTTL)
+	l, err := s.startLab(c.Request.Context(), store.LabOwner{LearnerID: userOf(c).ID}, v, w.LabTTL)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return

@@ -76,7 +76,7 @@ type labIntroData struct {
 	Remediate   bool
 	Rules       bool // the remediation is the learner's alerting rules, not a fix
 	// Current is the learner's running lab, whichever scenario it is.
-	Current *session.Lab
+	Current *runningLab
 	Off     string
 	// Cannot says why this host cannot run the lab (a gpu lab without a GPU).
 	Cannot string
@@ -126,13 +126,37 @@ func (s *Server) labIntro(c *gin.Context) {
 			d.Cannot = err.Error()
 		}
 	}
-	if u := userOf(c); u != nil && s.labs != nil {
-		// An exam lab is not named here: its scenario is the exam's secret.
-		if l, ok := s.practiceLab(u.ID); ok && l.Running() {
-			d.Current = l
+	if u := userOf(c); u != nil {
+		if d.Current, err = s.runningPractice(c.Request.Context(), u.ID); err != nil {
+			s.fail(c, err)
+			return
 		}
 	}
 	s.renderPage(c, http.StatusOK, "labintro", sc.Title, d)
+}
+
+// runningLab is a learner's running lab as a link names it.
+type runningLab struct {
+	ID       string
+	Scenario *scenarios.Scenario
+}
+
+// runningPractice is the learner's running lab, on this replica or another
+// (its link is forwarded there); nil if none runs. An exam lab is not named:
+// its scenario is the exam's secret.
+func (s *Server) runningPractice(ctx context.Context, learner int64) (*runningLab, error) {
+	if s.labs != nil {
+		if l, ok := s.practiceLab(learner); ok && l.Running() {
+			return &runningLab{ID: l.ID, Scenario: l.Variant.Scenario}, nil
+		}
+	}
+	others, err := s.labsElsewhere(ctx, learner)
+	for _, o := range others {
+		if sc, ok := s.cats.Get(o.Scenario); ok && o.Attempt == 0 {
+			return &runningLab{ID: o.LabID, Scenario: sc}, err
+		}
+	}
+	return nil, err
 }
 
 // labsOffError says why this server runs no labs.

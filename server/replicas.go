@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -193,36 +195,95 @@ func (r *replicas) answers(ctx context.Context, base string) bool {
 	return true
 }
 
+// labsElsewhere lists the learner's labs that the store takes for running on
+// other replicas (none without replicas): this replica's manager knows its own.
+func (s *Server) labsElsewhere(ctx context.Context, learner int64) ([]store.LabOwner, error) {
+	r := s.replicas
+	if r == nil {
+		return nil, nil
+	}
+	running, err := r.owners.RunningLabs(ctx, learner)
+	return slices.DeleteFunc(running, func(o store.LabOwner) bool { return o.Replica == r.self }), err
+}
+
+// examLabElsewhere is the lab of an attempt's task that another replica runs,
+// if one does.
+func (s *Server) examLabElsewhere(ctx context.Context, learner, attempt int64, task int) (*store.LabOwner, error) {
+	others, err := s.labsElsewhere(ctx, learner)
+	for _, o := range others {
+		if o.Attempt == attempt && o.Task == task {
+			return &o, err
+		}
+	}
+	return nil, err
+}
+
 // forwardLab sends a request for a lab that another replica runs to that
-// replica. It runs before the body is read (the owner reads it) and after the
-// session is loaded: only the lab's own learner is forwarded, anyone else gets
-// this replica's "no such lab".
+// replica: the lab's own routes, and an exam task's lab routes (open, diagnose)
+// when the task's lab runs there. It runs before the body is read (the owner
+// reads it) and after the session is loaded: only the lab's own learner is
+// forwarded, anyone else gets this replica's "no such lab".
 func (s *Server) forwardLab(c *gin.Context) {
 	r := s.replicas
 	u := userOf(c)
-	if r == nil || u == nil || hopped(c) || !strings.HasPrefix(c.FullPath(), "/lab/:sid") {
+	if r == nil || u == nil || hopped(c) {
 		c.Next()
 		return
 	}
-	id := c.Param("sid")
-	if s.labs != nil {
-		if _, err := s.labs.Get(u.ID, id); err == nil {
-			c.Next()
-			return
-		}
+	var owner string
+	var err error
+	switch path := c.FullPath(); {
+	case strings.HasPrefix(path, "/lab/:sid"):
+		owner, err = s.labOwnerElsewhere(c.Request.Context(), u.ID, c.Param("sid"))
+	case strings.HasPrefix(path, "/attempt/:aid/lab/:n"):
+		owner, err = s.examOwnerElsewhere(c, u.ID)
 	}
-	o, err := r.owners.LabOwner(c.Request.Context(), id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		c.Next()
 	case err != nil:
 		s.fail(c, err)
-	case o.LearnerID != u.ID || o.Replica == r.self:
-		c.Next() // someone else's lab, or one this replica has forgotten: "no such lab"
+		c.Abort()
+	case owner == "":
+		c.Next()
 	default:
-		s.proxyTo(c, o.Replica)
+		s.proxyTo(c, owner)
 		c.Abort()
 	}
+}
+
+// labOwnerElsewhere is the replica that runs the learner's lab id, or "" if
+// this one does or no replica does (someone else's lab is nobody's here).
+func (s *Server) labOwnerElsewhere(ctx context.Context, learner int64, id string) (string, error) {
+	if s.labs != nil {
+		if _, err := s.labs.Get(learner, id); err == nil {
+			return "", nil
+		}
+	}
+	o, err := s.replicas.owners.LabOwner(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case o.LearnerID != learner || o.Replica == s.replicas.self:
+		return "", nil // someone else's lab, or one this replica has forgotten: "no such lab"
+	}
+	return o.Replica, nil
+}
+
+// examOwnerElsewhere is the replica that runs the lab of the path's attempt
+// and task for the learner, or "" if none but this one does. The owner
+// checks the attempt as for any request.
+func (s *Server) examOwnerElsewhere(c *gin.Context, learner int64) (string, error) {
+	attempt, err1 := strconv.ParseInt(c.Param("aid"), 10, 64)
+	task, err2 := strconv.Atoi(c.Param("n"))
+	if err1 != nil || err2 != nil || s.xlabs.running(attempt, task) != nil {
+		return "", nil
+	}
+	o, err := s.examLabElsewhere(c.Request.Context(), learner, attempt, task)
+	if o == nil {
+		return "", err
+	}
+	return o.Replica, err
 }
 
 // proxyTo hands the request to the replica at owner and copies back its

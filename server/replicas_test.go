@@ -41,6 +41,12 @@ func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startReplicaOf(t, st, c, Deps{Library: lib, Scenarios: catalog(t)})
+}
+
+// startReplicaOf is startReplica serving d's course, scenarios and exams.
+func startReplicaOf(t *testing.T, st store.Store, c *http.Client, d Deps) *replica {
+	t.Helper()
 	r := &replica{hs: httptest.NewServer(nil)}
 	t.Cleanup(r.hs.Close)
 	host := &fakeHost{}
@@ -48,8 +54,8 @@ func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
 	mgr := session.NewManager(ctx, session.Config{Provider: host, Faults: host, DataDir: t.TempDir(), NoStream: true,
 		Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { mgr.Shutdown(); cancel() })
-	srv, err := New(Config{Advertise: r.hs.URL}, Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
-		Scenarios: catalog(t), Labs: mgr, Log: slog.New(slog.DiscardHandler)})
+	d.Store, d.Secret, d.Labs, d.Log = st, []byte("0123456789abcdef0123456789abcdef"), mgr, slog.New(slog.DiscardHandler)
+	srv, err := New(Config{Advertise: r.hs.URL}, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +108,12 @@ func TestReplicasForwardLabs(t *testing.T) {
 	}
 	if code, _, _ := b.do(alice, "POST", lab+"/check", url.Values{"class": {"nic-rate-limited"}}); code != http.StatusForbidden {
 		t.Errorf("check through B without a CSRF token: %d, want 403 (from A)", code)
+	}
+	// B's lab pages name the running lab and link it (forwarded to A).
+	for _, intro := range []string{"/labs/ch01-tour", "/labs/ch08-link-loss"} {
+		if _, body, _ := b.do(alice, "GET", intro, nil); !strings.Contains(body, `id="running-lab"`) || !strings.Contains(body, `href="`+lab+`"`) {
+			t.Errorf("%s through B does not link the lab running on A", intro)
+		}
 	}
 	// One running lab per learner holds across replicas: B refuses a second.
 	start := url.Values{"csrf_token": {b.csrf(alice, "/labs/ch01-tour")}}
@@ -246,6 +258,80 @@ func TestReplicasOneLabAtOnce(t *testing.T) {
 	}
 	if started != 1 || labs != 1 || err != nil || len(running) != 1 {
 		t.Errorf("%d of %d starts succeeded, %d labs run, the store has %d (%v); want one of each", started, 2*each, labs, len(running), err)
+	}
+}
+
+// TestReplicasExamLab: an exam task's lab that replica A runs is linked from
+// the attempt page that B serves, and opening it or diagnosing it through B
+// reaches A, which grades it into the attempt.
+func TestReplicasExamLab(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cand := newClient()
+	d := examDeps(t, dir)
+	a, b := startReplicaOf(t, st, cand, d), startReplicaOf(t, st, cand, d)
+	a.register(cand, "cand@example.com")
+	_, _, h := a.do(cand, "POST", "/exams/m12/start", url.Values{"csrf_token": {a.csrf(cand, "/exams/m12")}})
+	m := attemptRe.FindStringSubmatch(h.Get("Location"))
+	if m == nil {
+		t.Fatalf("start the exam: went to %q", h.Get("Location"))
+	}
+	attempt := m[0]
+	var aid int64
+	fmt.Sscan(m[1], &aid)
+	at, err := st.Attempt(context.Background(), aid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m12, _ := d.Exams.Get("m12")
+	task := -1
+	for _, tk := range a.srv.exams.Tasks(m12, at.Seed) {
+		if tk.Lab() {
+			task = tk.Index
+			break
+		}
+	}
+	open := fmt.Sprintf("%s/lab/%d", attempt, task)
+	_, _, h = a.do(cand, "POST", open, url.Values{"csrf_token": {a.csrf(cand, attempt)}})
+	lab := h.Get("Location")
+	if !strings.HasPrefix(lab, "/lab/") {
+		t.Fatalf("start task %d's lab on A: went to %q", task, lab)
+	}
+	l, err := a.mgr.Get(at.UserID, strings.TrimPrefix(lab, "/lab/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !l.Status().Confirmed; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lab %s not confirmed: %+v", lab, l.Status())
+		}
+	}
+
+	if _, page, _ := b.do(cand, "GET", attempt, nil); !strings.Contains(page, `href="`+lab+`" data-open-lab`) {
+		t.Errorf("the attempt page through B does not link the lab running on A")
+	}
+	tok := b.csrf(cand, attempt)
+	if code, _, h := b.do(cand, "POST", open, url.Values{"csrf_token": {tok}}); code != http.StatusSeeOther || h.Get("Location") != lab {
+		t.Errorf("open task %d's lab through B: %d to %q, want its lab on A, %s", task, code, h.Get("Location"), lab)
+	}
+	form := url.Values{"csrf_token": {tok}, "class": {l.Variant.Scenario.Diagnosis.Class}}
+	for k, v := range l.Variant.Location() {
+		form.Set(k, v)
+	}
+	if code, body, _ := b.do(cand, "POST", open+"/diagnosis", form); code != http.StatusSeeOther {
+		t.Fatalf("diagnose through B: %d\n%.300s", code, body)
+	}
+	if tasks, err := st.Tasks(context.Background(), aid); err != nil || len(tasks) == 0 || !tasks[0].Graded || tasks[0].Score < 0.7 {
+		t.Errorf("attempt tasks after the diagnosis through B: %+v, %v; want task %d graded (class and location right)", tasks, err, task)
+	}
+	select {
+	case <-l.Ended():
+	case <-time.After(10 * time.Second):
+		t.Error("the graded lab on A did not end")
 	}
 }
 

@@ -183,6 +183,9 @@ func (s *Server) attemptLabStart(c *gin.Context) {
 	case errors.Is(err, netns.ErrBusy):
 		s.fail(c, httpError{http.StatusServiceUnavailable, "sec.hostfull", ""})
 		return
+	case errors.Is(err, errDraining):
+		s.fail(c, err)
+		return
 	case err != nil:
 		// The reason may name what the lab injects: the log has it, the page not.
 		s.log.Warn("exam lab cannot start", "attempt", a.ID, "task", t.Index, "err", err)

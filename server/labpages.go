@@ -660,6 +660,7 @@ func (s *Server) labTerminal(c *gin.Context) {
 	idle := time.NewTicker(time.Minute)
 	defer idle.Stop()
 	warned := false
+	draining := s.draining // told once, then nil
 	notice := func(typ, key string) {
 		b, _ := json.Marshal(gin.H{"type": typ, "text": web.T(lang, key)})
 		_ = write(websocket.TextMessage, b)
@@ -671,6 +672,9 @@ func (s *Server) labTerminal(c *gin.Context) {
 		case <-l.Ended():
 			notice("closed", "lab.ended")
 			return
+		case <-draining:
+			draining = nil
+			notice("notice", "lab.draining")
 		case p, ok := <-out:
 			if !ok {
 				// The shell ended, or this viewer fell behind: the browser reconnects.

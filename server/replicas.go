@@ -89,11 +89,14 @@ func advertisedURL(s string) (string, error) {
 }
 
 // startLab starts lab (its learner, and an exam lab's attempt and task) from
-// v; ttl 0 is the manager's. With replicas the lab is claimed in the store
+// v; ttl 0 is the manager's. A draining server refuses (errDraining). With replicas the lab is claimed in the store
 // before it is built, so that of a learner's starts on several replicas at
 // once one wins (session.ErrBusy for the others); the claim ends with the lab,
 // or at once if the lab does not start.
 func (s *Server) startLab(ctx context.Context, lab store.LabOwner, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+	if s.isDraining() {
+		return nil, errDraining
+	}
 	lab.LabID, lab.Scenario = session.NewID(), v.Scenario.ID
 	r := s.replicas
 	if r == nil {

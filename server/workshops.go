@@ -424,6 +424,9 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return
+	} else if errors.Is(err, errDraining) {
+		s.fail(c, err)
+		return
 	} else if err != nil {
 		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})
 		return

@@ -335,6 +335,42 @@ func TestReplicasExamLab(t *testing.T) {
 	}
 }
 
+// TestDrain: a draining replica starts no lab and says why, tells the
+// learner at the terminal, serves the running lab on, and is idle once it ends.
+func TestDrain(t *testing.T) {
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice := newClient()
+	a := startReplica(t, st, alice)
+	a.register(alice, "alice@example.com")
+	lab := a.startLab("ch01-tour", nil)
+	idle := a.srv.Drain()
+	start := url.Values{"csrf_token": {a.csrf(alice, "/labs/ch08-link-loss")}}
+	if code, body, _ := a.do(alice, "POST", "/labs/ch08-link-loss/start", start); code != http.StatusServiceUnavailable || !strings.Contains(body, web.T("zh", "err.draining")) {
+		t.Errorf("a start while draining: %d, want 503 with %q\n%.300s", code, web.T("zh", "err.draining"), body)
+	}
+	frames := strings.Join(a.ws(lab+"/term/node1/ws", []byte("echo still-here\n")), "")
+	if !strings.Contains(frames, `"type":"notice"`) || !strings.Contains(frames, web.T("zh", "lab.draining")) || !strings.Contains(frames, "echo still-here") {
+		t.Errorf("terminal while draining: %q, want the drain notice and the echo", frames)
+	}
+	select {
+	case <-idle:
+		t.Fatal("idle while a lab runs")
+	default:
+	}
+	if code, body, _ := a.post(lab+"/stop", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d\n%.300s", code, body)
+	}
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not idle 10 s after its only lab stopped")
+	}
+}
+
 // TestSingleServerRecordsNoOwner: without Advertise nothing is recorded.
 func TestSingleServerRecordsNoOwner(t *testing.T) {
 	e := newLabEnv(t)

@@ -275,18 +275,23 @@ func (s *Server) labOwnerElsewhere(ctx context.Context, learner int64, id string
 
 // examOwnerElsewhere is the replica that runs the lab of the path's attempt
 // and task for the learner, or "" if none but this one does. The owner
-// checks the attempt as for any request.
+// checks the attempt as for any request. An owner that does not answer is
+// gone, and its labs with it: the task's lab can start here again.
 func (s *Server) examOwnerElsewhere(c *gin.Context, learner int64) (string, error) {
 	attempt, err1 := strconv.ParseInt(c.Param("aid"), 10, 64)
 	task, err2 := strconv.Atoi(c.Param("n"))
 	if err1 != nil || err2 != nil || s.xlabs.running(attempt, task) != nil {
 		return "", nil
 	}
-	o, err := s.examLabElsewhere(c.Request.Context(), learner, attempt, task)
-	if o == nil {
+	ctx := c.Request.Context()
+	o, err := s.examLabElsewhere(ctx, learner, attempt, task)
+	switch {
+	case o == nil || err != nil:
 		return "", err
+	case !s.replicas.answers(ctx, o.Replica):
+		return "", s.replicas.owners.EndReplicaLabs(ctx, o.Replica)
 	}
-	return o.Replica, err
+	return o.Replica, nil
 }
 
 // proxyTo hands the request to the replica at owner and copies back its

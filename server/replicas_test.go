@@ -288,13 +288,16 @@ func TestReplicasExamLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	m12, _ := d.Exams.Get("m12")
-	task := -1
+	var labTasks []int
 	for _, tk := range a.srv.exams.Tasks(m12, at.Seed) {
 		if tk.Lab() {
-			task = tk.Index
-			break
+			labTasks = append(labTasks, tk.Index)
 		}
 	}
+	if len(labTasks) < 2 {
+		t.Fatalf("m12 drew %d lab tasks, want 2 or more", len(labTasks))
+	}
+	task := labTasks[0]
 	open := fmt.Sprintf("%s/lab/%d", attempt, task)
 	_, _, h = a.do(cand, "POST", open, url.Values{"csrf_token": {a.csrf(cand, attempt)}})
 	lab := h.Get("Location")
@@ -332,6 +335,18 @@ func TestReplicasExamLab(t *testing.T) {
 	case <-l.Ended():
 	case <-time.After(10 * time.Second):
 		t.Error("the graded lab on A did not end")
+	}
+
+	// The next task's lab runs on A, and A goes: B starts it anew.
+	next := fmt.Sprintf("%s/lab/%d", attempt, labTasks[1])
+	if _, _, h := a.do(cand, "POST", next, url.Values{"csrf_token": {tok}}); !strings.HasPrefix(h.Get("Location"), "/lab/") {
+		t.Fatalf("start task %d's lab on A: went to %q", labTasks[1], h.Get("Location"))
+	}
+	a.hs.CloseClientConnections()
+	a.hs.Close()
+	_, _, h = b.do(cand, "POST", next, url.Values{"csrf_token": {tok}})
+	if _, err := b.mgr.Get(at.UserID, strings.TrimPrefix(h.Get("Location"), "/lab/")); err != nil {
+		t.Errorf("task %d's lab with A gone: went to %q, want a lab on B (%v)", labTasks[1], h.Get("Location"), err)
 	}
 }
 

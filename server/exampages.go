@@ -632,13 +632,24 @@ func (s *Server) sweepAttempts(ctx context.Context) {
 	if s.exams == nil || s.ca == nil || s.examDB() == nil {
 		return
 	}
-	every(ctx, 30*time.Second, func() {
-		atts, err := s.examDB().Attempts(ctx, "", 0)
-		if err == nil {
-			err = s.finishDue(ctx, atts)
+	every(ctx, 30*time.Second, func() { s.sweepAttemptsOnce(ctx) })
+}
+
+// sweepAttemptsOnce submits the attempts whose time is up, and ends this
+// server's exam labs whose attempt has ended elsewhere (submitted or voided
+// through another replica).
+func (s *Server) sweepAttemptsOnce(ctx context.Context) {
+	atts, err := s.examDB().Attempts(ctx, "", 0)
+	if err == nil {
+		err = s.finishDue(ctx, atts)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("submit timed-out exam attempts", "err", err)
+		return
+	}
+	for _, a := range atts {
+		if a.State != store.AttemptActive && len(s.xlabs.ofAttempt(a.ID)) > 0 {
+			s.endLabs(ctx, a.ID)
 		}
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("submit timed-out exam attempts", "err", err)
-		}
-	})
+	}
 }

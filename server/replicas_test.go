@@ -348,6 +348,19 @@ func TestReplicasExamLab(t *testing.T) {
 	if _, err := b.mgr.Get(at.UserID, strings.TrimPrefix(h.Get("Location"), "/lab/")); err != nil {
 		t.Errorf("task %d's lab with A gone: went to %q, want a lab on B (%v)", labTasks[1], h.Get("Location"), err)
 	}
+	// Submitted through B, the attempt ends B's lab; A (its HTTP gone, its
+	// process not) ends its own at its next sweep.
+	if code, body, _ := b.do(cand, "POST", attempt+"/submit", url.Values{"csrf_token": {tok}}); code != http.StatusSeeOther {
+		t.Fatalf("submit through B: %d\n%.300s", code, body)
+	}
+	a.srv.sweepAttemptsOnce(context.Background())
+	for _, r := range []*replica{a, b} {
+		for _, l := range r.mgr.All() {
+			if l.Running() {
+				t.Errorf("lab %s of the submitted attempt still runs on %s", l.ID, r.url)
+			}
+		}
+	}
 }
 
 // TestDrain: a draining replica starts no lab and says why, tells the

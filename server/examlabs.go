@@ -175,13 +175,16 @@ func (s *Server) attemptLabStart(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	l, err := s.startLab(c.Request.Context(), a.UserID, v, 0)
+	l, err := s.startLab(c.Request.Context(), store.LabOwner{LearnerID: a.UserID, Attempt: a.ID, Task: t.Index}, v, 0)
 	switch {
 	case errors.Is(err, session.ErrBusy):
 		s.fail(c, httpError{http.StatusConflict, "exam.lab.busy", ""})
 		return
 	case errors.Is(err, netns.ErrBusy):
 		s.fail(c, httpError{http.StatusServiceUnavailable, "sec.hostfull", ""})
+		return
+	case errors.Is(err, errDraining):
+		s.fail(c, err)
 		return
 	case err != nil:
 		// The reason may name what the lab injects: the log has it, the page not.

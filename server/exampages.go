@@ -273,6 +273,13 @@ func (s *Server) attemptView(ctx context.Context, a *store.Attempt, e *exam.Exam
 	for _, t := range saved {
 		byTask[t.Task] = t
 	}
+	// A task's lab may run on another replica: its link is forwarded there.
+	var elsewhere []store.LabOwner
+	if !d.Over {
+		if elsewhere, err = s.labsElsewhere(ctx, a.UserID); err != nil {
+			return d, err
+		}
+	}
 	for _, t := range s.exams.Tasks(e, a.Seed) {
 		st := byTask[t.Index]
 		tv := taskView{Index: t.Index, Lab: t.Lab(), Saved: !st.SavedAt.IsZero(), Graded: st.Graded && d.Over, Score: st.Score}
@@ -287,6 +294,11 @@ func (s *Server) attemptView(ctx context.Context, a *store.Attempt, e *exam.Exam
 			tv.Diagnosed = st.Graded
 			if x := s.xlabs.running(a.ID, t.Index); x != nil && !d.Over {
 				tv.LabOpen = x.lab.ID
+			}
+			for _, o := range elsewhere {
+				if o.Attempt == a.ID && o.Task == t.Index {
+					tv.LabOpen = o.LabID
+				}
 			}
 		}
 		var given map[string][]string
@@ -620,13 +632,24 @@ func (s *Server) sweepAttempts(ctx context.Context) {
 	if s.exams == nil || s.ca == nil || s.examDB() == nil {
 		return
 	}
-	every(ctx, 30*time.Second, func() {
-		atts, err := s.examDB().Attempts(ctx, "", 0)
-		if err == nil {
-			err = s.finishDue(ctx, atts)
+	every(ctx, 30*time.Second, func() { s.sweepAttemptsOnce(ctx) })
+}
+
+// sweepAttemptsOnce submits the attempts whose time is up, and ends this
+// server's exam labs whose attempt has ended elsewhere (submitted or voided
+// through another replica).
+func (s *Server) sweepAttemptsOnce(ctx context.Context) {
+	atts, err := s.examDB().Attempts(ctx, "", 0)
+	if err == nil {
+		err = s.finishDue(ctx, atts)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("submit timed-out exam attempts", "err", err)
+		return
+	}
+	for _, a := range atts {
+		if a.State != store.AttemptActive && len(s.xlabs.ofAttempt(a.ID)) > 0 {
+			s.endLabs(ctx, a.ID)
 		}
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("submit timed-out exam attempts", "err", err)
-		}
-	})
+	}
 }

@@ -36,6 +36,26 @@ type examEnv struct {
 // the same database path stands for a server restart.
 func newExamEnv(t *testing.T, dbPath string) *examEnv {
 	t.Helper()
+	st, err := store.OpenSQLite(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d := examDeps(t, filepath.Dir(dbPath))
+	d.Store, d.Secret, d.Log = st, []byte("0123456789abcdef0123456789abcdef"), slog.New(slog.DiscardHandler)
+	srv, err := New(Config{}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &examEnv{testEnv: &testEnv{t: t, url: hs.URL, store: st, c: newClient()}, srv: srv, st: st, path: dbPath}
+}
+
+// examDeps are the shipped course, scenarios and exams, and the certificate
+// key kept in dir (made there the first time).
+func examDeps(t *testing.T, dir string) Deps {
+	t.Helper()
 	cat, _ := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{})
 	lib, err := course.NewLibrary(course.Embedded(), course.Options{LabExists: func(string) bool { return true }})
 	if err != nil {
@@ -45,23 +65,11 @@ func newExamEnv(t *testing.T, dbPath string) *examEnv {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	st, err := store.OpenSQLite(context.Background(), dbPath)
+	key, err := cert.LoadOrCreateKey(filepath.Join(dir, "cert.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	key, err := cert.LoadOrCreateKey(filepath.Join(filepath.Dir(dbPath), "cert.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{}, Deps{Library: lib, Store: st, Scenarios: cat, Exams: set, CertKey: key,
-		Secret: []byte("0123456789abcdef0123456789abcdef"), Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &examEnv{testEnv: &testEnv{t: t, url: hs.URL, store: st, c: newClient()}, srv: srv, st: st, path: dbPath}
+	return Deps{Library: lib, Scenarios: cat, Exams: set, CertKey: key}
 }
 
 // rightAnswers reads the answer key of the referenced questions from the quiz files.

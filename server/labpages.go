@@ -24,6 +24,7 @@ import (
 	"github.com/commlab/commlab/labs/session"
 	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
+	"github.com/commlab/commlab/server/store"
 	"github.com/commlab/commlab/web"
 )
 
@@ -75,7 +76,7 @@ type labIntroData struct {
 	Remediate   bool
 	Rules       bool // the remediation is the learner's alerting rules, not a fix
 	// Current is the learner's running lab, whichever scenario it is.
-	Current *session.Lab
+	Current *runningLab
 	Off     string
 	// Cannot says why this host cannot run the lab (a gpu lab without a GPU).
 	Cannot string
@@ -125,13 +126,37 @@ func (s *Server) labIntro(c *gin.Context) {
 			d.Cannot = err.Error()
 		}
 	}
-	if u := userOf(c); u != nil && s.labs != nil {
-		// An exam lab is not named here: its scenario is the exam's secret.
-		if l, ok := s.practiceLab(u.ID); ok && l.Running() {
-			d.Current = l
+	if u := userOf(c); u != nil {
+		if d.Current, err = s.runningPractice(c.Request.Context(), u.ID); err != nil {
+			s.fail(c, err)
+			return
 		}
 	}
 	s.renderPage(c, http.StatusOK, "labintro", sc.Title, d)
+}
+
+// runningLab is a learner's running lab as a link names it.
+type runningLab struct {
+	ID       string
+	Scenario *scenarios.Scenario
+}
+
+// runningPractice is the learner's running lab, on this replica or another
+// (its link is forwarded there); nil if none runs. An exam lab is not named:
+// its scenario is the exam's secret.
+func (s *Server) runningPractice(ctx context.Context, learner int64) (*runningLab, error) {
+	if s.labs != nil {
+		if l, ok := s.practiceLab(learner); ok && l.Running() {
+			return &runningLab{ID: l.ID, Scenario: l.Variant.Scenario}, nil
+		}
+	}
+	others, err := s.labsElsewhere(ctx, learner)
+	for _, o := range others {
+		if sc, ok := s.cats.Get(o.Scenario); ok && o.Attempt == 0 {
+			return &runningLab{ID: o.LabID, Scenario: sc}, err
+		}
+	}
+	return nil, err
 }
 
 // labsOffError says why this server runs no labs.
@@ -188,7 +213,7 @@ func (s *Server) labStart(c *gin.Context) {
 	if prev, err := s.labs.Get(u.ID, c.PostForm("again")); err == nil && prev.Variant.Scenario.ID == sc.ID {
 		v = prev.Variant
 	}
-	l, err := s.startLab(c.Request.Context(), u.ID, v, 0)
+	l, err := s.startLab(c.Request.Context(), store.LabOwner{LearnerID: u.ID}, v, 0)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
 		return
@@ -635,6 +660,7 @@ func (s *Server) labTerminal(c *gin.Context) {
 	idle := time.NewTicker(time.Minute)
 	defer idle.Stop()
 	warned := false
+	draining := s.draining // told once, then nil
 	notice := func(typ, key string) {
 		b, _ := json.Marshal(gin.H{"type": typ, "text": web.T(lang, key)})
 		_ = write(websocket.TextMessage, b)
@@ -646,6 +672,9 @@ func (s *Server) labTerminal(c *gin.Context) {
 		case <-l.Ended():
 			notice("closed", "lab.ended")
 			return
+		case <-draining:
+			draining = nil
+			notice("notice", "lab.draining")
 		case p, ok := <-out:
 			if !ok {
 				// The shell ended, or this viewer fell behind: the browser reconnects.

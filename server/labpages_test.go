@@ -45,6 +45,8 @@ type fakeHost struct {
 	reverted int
 	// fixed is a fault kind that cannot be renewed, as nic-flap's helper cannot.
 	fixed string
+	// probe is how long Check takes, as probing a real host does.
+	probe time.Duration
 }
 
 func (h *fakeHost) reverts() int {
@@ -71,6 +73,7 @@ func (h *fakeHost) Up(ctx context.Context, env scenarios.Environment, ttl time.D
 	return &fakeEnv{h: h, nodes: nodes}, nil
 }
 func (h *fakeHost) Check(scenarios.Environment) error {
+	time.Sleep(h.probe)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.full {

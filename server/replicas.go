@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +33,8 @@ import (
 // a lab it does not run forwards the request there, websockets included. The
 // hop grants nothing: the owner checks the session cookie, the CSRF token and
 // the lab's learner as for any request. The store also knows which labs still
-// run, so one running lab per learner holds across replicas.
+// run: a replica claims a lab there before it builds it, so one running lab per
+// learner holds across replicas.
 
 // hopHeader marks a request one replica forwarded to another. The receiver
 // serves it itself or says there is no such lab; it never forwards it again,
@@ -51,6 +56,9 @@ type replicas struct {
 	// down is set when this replica shuts down, having recorded the end of
 	// all its labs (the store may be closed while their teardowns finish).
 	down atomic.Bool
+	// starting holds the ids of the labs this replica has claimed or is
+	// claiming and its manager does not know yet.
+	starting sync.Map
 }
 
 func newReplicas(advertise string, st store.Store) (*replicas, error) {
@@ -80,24 +88,31 @@ func advertisedURL(s string) (string, error) {
 	return u.String(), nil
 }
 
-// startLab starts a lab for learner (ttl 0: the manager's). With replicas it
-// first refuses (session.ErrBusy) while the learner runs a lab on another
-// replica, then records this one as the lab's owner until the lab ends; a lab
-// the others could not find is stopped.
-func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+// startLab starts lab (its learner, and an exam lab's attempt and task) from
+// v; ttl 0 is the manager's. A draining server refuses (errDraining). With replicas the lab is claimed in the store
+// before it is built, so that of a learner's starts on several replicas at
+// once one wins (session.ErrBusy for the others); the claim ends with the lab,
+// or at once if the lab does not start.
+func (s *Server) startLab(ctx context.Context, lab store.LabOwner, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error) {
+	if s.isDraining() {
+		return nil, errDraining
+	}
+	lab.LabID, lab.Scenario = session.NewID(), v.Scenario.ID
 	r := s.replicas
-	if r != nil {
-		if err := r.busyElsewhere(ctx, learner); err != nil {
-			return nil, err
+	if r == nil {
+		return s.labs.StartAs(lab.LabID, lab.LearnerID, v, ttl)
+	}
+	r.starting.Store(lab.LabID, true)
+	defer r.starting.Delete(lab.LabID)
+	if err := s.claim(ctx, &lab); err != nil {
+		return nil, err
+	}
+	l, err := s.labs.StartAs(lab.LabID, lab.LearnerID, v, ttl)
+	if err != nil {
+		if err := r.owners.EndLab(context.WithoutCancel(ctx), lab.LabID); err != nil {
+			s.log.Warn("lab claim not released", "lab", lab.LabID, "err", err)
 		}
-	}
-	l, err := s.labs.StartTTL(learner, v, ttl)
-	if err != nil || r == nil {
-		return l, err
-	}
-	if err := r.owners.SetLabOwner(ctx, &store.LabOwner{LabID: l.ID, LearnerID: learner, Replica: r.self}); err != nil {
-		l.Stop()
-		return nil, fmt.Errorf("lab %s: %w", l.ID, err)
+		return nil, err
 	}
 	go func() {
 		<-l.Ended()
@@ -113,26 +128,57 @@ func (s *Server) startLab(ctx context.Context, learner int64, v *scenarios.Varia
 	return l, nil
 }
 
-// busyElsewhere is session.ErrBusy while the learner runs a lab on another
-// replica that still answers (this replica's manager counts its own). A
-// replica that does not answer is gone, and its labs with it.
-func (r *replicas) busyElsewhere(ctx context.Context, learner int64) error {
-	running, err := r.owners.RunningLabs(ctx, learner)
-	if err != nil {
-		return err
-	}
-	for _, o := range running {
-		if o.Replica == r.self {
-			continue
-		}
-		if r.answers(ctx, o.Replica) {
-			return session.ErrBusy
-		}
-		if err := r.owners.EndReplicaLabs(ctx, o.Replica); err != nil {
+// claim records this replica as lab's owner, unless the learner runs a lab
+// (session.ErrBusy). A running lab that is in fact gone (ended here, or on a
+// replica that does not answer) is marked ended, and the claim tried again.
+func (s *Server) claim(ctx context.Context, lab *store.LabOwner) error {
+	r := s.replicas
+	lab.Replica = r.self
+	for range 2 {
+		err := r.owners.ClaimLab(ctx, lab)
+		if !errors.Is(err, store.ErrExists) {
 			return err
 		}
+		if gone, err := s.endGoneLabs(ctx, lab.LearnerID); err != nil || !gone {
+			return cmp.Or(err, session.ErrBusy)
+		}
 	}
-	return nil
+	return session.ErrBusy
+}
+
+// endGoneLabs marks ended the learner's labs that the store takes for running
+// but are gone: this replica's that are neither starting nor running, and
+// those of a replica that does not answer (its other labs with them). It says
+// false, marking nothing, while one of them still runs.
+func (s *Server) endGoneLabs(ctx context.Context, learner int64) (bool, error) {
+	r := s.replicas
+	running, err := r.owners.RunningLabs(ctx, learner)
+	if err != nil {
+		return false, err
+	}
+	var gone []func() error
+	for _, o := range running {
+		switch {
+		case o.Replica == r.self:
+			if _, starting := r.starting.Load(o.LabID); starting {
+				return false, nil
+			}
+			if l, err := s.labs.Get(learner, o.LabID); err == nil && l.Running() {
+				return false, nil
+			}
+			gone = append(gone, func() error { return r.owners.EndLab(ctx, o.LabID) })
+		case r.answers(ctx, o.Replica):
+			return false, nil
+		default:
+			gone = append(gone, func() error { return r.owners.EndReplicaLabs(ctx, o.Replica) })
+		}
+	}
+	for _, end := range gone {
+		if err := end(); err != nil {
+			return false, err
+		}
+	}
+	return len(gone) > 0, nil
 }
 
 // answers says whether the replica at base answers its /healthz within 2 s
@@ -152,36 +198,100 @@ func (r *replicas) answers(ctx context.Context, base string) bool {
 	return true
 }
 
+// labsElsewhere lists the learner's labs that the store takes for running on
+// other replicas (none without replicas): this replica's manager knows its own.
+func (s *Server) labsElsewhere(ctx context.Context, learner int64) ([]store.LabOwner, error) {
+	r := s.replicas
+	if r == nil {
+		return nil, nil
+	}
+	running, err := r.owners.RunningLabs(ctx, learner)
+	return slices.DeleteFunc(running, func(o store.LabOwner) bool { return o.Replica == r.self }), err
+}
+
+// examLabElsewhere is the lab of an attempt's task that another replica runs,
+// if one does.
+func (s *Server) examLabElsewhere(ctx context.Context, learner, attempt int64, task int) (*store.LabOwner, error) {
+	others, err := s.labsElsewhere(ctx, learner)
+	for _, o := range others {
+		if o.Attempt == attempt && o.Task == task {
+			return &o, err
+		}
+	}
+	return nil, err
+}
+
 // forwardLab sends a request for a lab that another replica runs to that
-// replica. It runs before the body is read (the owner reads it) and after the
-// session is loaded: only the lab's own learner is forwarded, anyone else gets
-// this replica's "no such lab".
+// replica: the lab's own routes, and an exam task's lab routes (open, diagnose)
+// when the task's lab runs there. It runs before the body is read (the owner
+// reads it) and after the session is loaded: only the lab's own learner is
+// forwarded, anyone else gets this replica's "no such lab".
 func (s *Server) forwardLab(c *gin.Context) {
 	r := s.replicas
 	u := userOf(c)
-	if r == nil || u == nil || hopped(c) || !strings.HasPrefix(c.FullPath(), "/lab/:sid") {
+	if r == nil || u == nil || hopped(c) {
 		c.Next()
 		return
 	}
-	id := c.Param("sid")
-	if s.labs != nil {
-		if _, err := s.labs.Get(u.ID, id); err == nil {
-			c.Next()
-			return
-		}
+	var owner string
+	var err error
+	switch path := c.FullPath(); {
+	case strings.HasPrefix(path, "/lab/:sid"):
+		owner, err = s.labOwnerElsewhere(c.Request.Context(), u.ID, c.Param("sid"))
+	case strings.HasPrefix(path, "/attempt/:aid/lab/:n"):
+		owner, err = s.examOwnerElsewhere(c, u.ID)
 	}
-	o, err := r.owners.LabOwner(c.Request.Context(), id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		c.Next()
 	case err != nil:
 		s.fail(c, err)
-	case o.LearnerID != u.ID || o.Replica == r.self:
-		c.Next() // someone else's lab, or one this replica has forgotten: "no such lab"
+		c.Abort()
+	case owner == "":
+		c.Next()
 	default:
-		s.proxyTo(c, o.Replica)
+		s.proxyTo(c, owner)
 		c.Abort()
 	}
+}
+
+// labOwnerElsewhere is the replica that runs the learner's lab id, or "" if
+// this one does or no replica does (someone else's lab is nobody's here).
+func (s *Server) labOwnerElsewhere(ctx context.Context, learner int64, id string) (string, error) {
+	if s.labs != nil {
+		if _, err := s.labs.Get(learner, id); err == nil {
+			return "", nil
+		}
+	}
+	o, err := s.replicas.owners.LabOwner(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case o.LearnerID != learner || o.Replica == s.replicas.self:
+		return "", nil // someone else's lab, or one this replica has forgotten: "no such lab"
+	}
+	return o.Replica, nil
+}
+
+// examOwnerElsewhere is the replica that runs the lab of the path's attempt
+// and task for the learner, or "" if none but this one does. The owner
+// checks the attempt as for any request. An owner that does not answer is
+// gone, and its labs with it: the task's lab can start here again.
+func (s *Server) examOwnerElsewhere(c *gin.Context, learner int64) (string, error) {
+	attempt, err1 := strconv.ParseInt(c.Param("aid"), 10, 64)
+	task, err2 := strconv.Atoi(c.Param("n"))
+	if err1 != nil || err2 != nil || s.xlabs.running(attempt, task) != nil {
+		return "", nil
+	}
+	ctx := c.Request.Context()
+	o, err := s.examLabElsewhere(ctx, learner, attempt, task)
+	switch {
+	case o == nil || err != nil:
+		return "", err
+	case !s.replicas.answers(ctx, o.Replica):
+		return "", s.replicas.owners.EndReplicaLabs(ctx, o.Replica)
+	}
+	return o.Replica, nil
 }
 
 // proxyTo hands the request to the replica at owner and copies back its

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startReplicaOf(t, st, c, Deps{Library: lib, Scenarios: catalog(t)})
+}
+
+// startReplicaOf is startReplica serving d's course, scenarios and exams.
+func startReplicaOf(t *testing.T, st store.Store, c *http.Client, d Deps) *replica {
+	t.Helper()
 	r := &replica{hs: httptest.NewServer(nil)}
 	t.Cleanup(r.hs.Close)
 	host := &fakeHost{}
@@ -47,8 +54,8 @@ func startReplica(t *testing.T, st store.Store, c *http.Client) *replica {
 	mgr := session.NewManager(ctx, session.Config{Provider: host, Faults: host, DataDir: t.TempDir(), NoStream: true,
 		Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { mgr.Shutdown(); cancel() })
-	srv, err := New(Config{Advertise: r.hs.URL}, Deps{Library: lib, Store: st, Secret: []byte("0123456789abcdef0123456789abcdef"),
-		Scenarios: catalog(t), Labs: mgr, Log: slog.New(slog.DiscardHandler)})
+	d.Store, d.Secret, d.Labs, d.Log = st, []byte("0123456789abcdef0123456789abcdef"), mgr, slog.New(slog.DiscardHandler)
+	srv, err := New(Config{Advertise: r.hs.URL}, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +108,12 @@ func TestReplicasForwardLabs(t *testing.T) {
 	}
 	if code, _, _ := b.do(alice, "POST", lab+"/check", url.Values{"class": {"nic-rate-limited"}}); code != http.StatusForbidden {
 		t.Errorf("check through B without a CSRF token: %d, want 403 (from A)", code)
+	}
+	// B's lab pages name the running lab and link it (forwarded to A).
+	for _, intro := range []string{"/labs/ch01-tour", "/labs/ch08-link-loss"} {
+		if _, body, _ := b.do(alice, "GET", intro, nil); !strings.Contains(body, `id="running-lab"`) || !strings.Contains(body, `href="`+lab+`"`) {
+			t.Errorf("%s through B does not link the lab running on A", intro)
+		}
 	}
 	// One running lab per learner holds across replicas: B refuses a second.
 	start := url.Values{"csrf_token": {b.csrf(alice, "/labs/ch01-tour")}}
@@ -172,6 +185,217 @@ func TestReplicasForwardLabs(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stopped lab not recorded as ended: %+v, %v", o, err)
 		}
+	}
+}
+
+// TestReplicasOneLabAtOnce: one learner's lab starts sent at once to two
+// replicas: exactly one starts a lab, every other is told that a lab runs.
+func TestReplicasOneLabAtOnce(t *testing.T) {
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice := newClient()
+	a, b := startReplica(t, st, alice), startReplica(t, st, alice)
+	a.register(alice, "alice@example.com")
+	a.host.probe, b.host.probe = 50*time.Millisecond, 50*time.Millisecond // a start takes a moment on each
+	const each = 8
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	answers := make(chan answer, 2*each)
+	forms := map[*replica]string{}
+	for _, r := range []*replica{a, b} {
+		forms[r] = url.Values{"csrf_token": {r.csrf(alice, "/labs/ch01-tour")}}.Encode()
+	}
+	var wg sync.WaitGroup
+	go_ := make(chan struct{}) // the starts leave together
+	for i := range 2 * each {
+		r := []*replica{a, b}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", r.url+"/labs/ch01-tour/start", strings.NewReader(forms[r]))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			<-go_
+			resp, err := alice.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answers <- answer{code: resp.StatusCode, body: string(body)}
+		}()
+	}
+	close(go_)
+	wg.Wait()
+	close(answers)
+	started := 0
+	for ans := range answers {
+		switch {
+		case ans.code == http.StatusSeeOther:
+			started++
+		case ans.code != http.StatusConflict || !strings.Contains(ans.body, web.T("zh", "err.labbusy")):
+			t.Errorf("a start: %d %v, want 303 or 409 with %q\n%.300s", ans.code, ans.err, web.T("zh", "err.labbusy"), ans.body)
+		}
+	}
+	u, err := st.UserByEmail(context.Background(), "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := st.RunningLabs(context.Background(), u.ID)
+	labs := 0
+	for _, r := range []*replica{a, b} {
+		for _, l := range r.mgr.All() {
+			if l.Running() {
+				labs++
+			}
+		}
+	}
+	if started != 1 || labs != 1 || err != nil || len(running) != 1 {
+		t.Errorf("%d of %d starts succeeded, %d labs run, the store has %d (%v); want one of each", started, 2*each, labs, len(running), err)
+	}
+}
+
+// TestReplicasExamLab: an exam task's lab that replica A runs is linked from
+// the attempt page that B serves, and opening it or diagnosing it through B
+// reaches A, which grades it into the attempt.
+func TestReplicasExamLab(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cand := newClient()
+	d := examDeps(t, dir)
+	a, b := startReplicaOf(t, st, cand, d), startReplicaOf(t, st, cand, d)
+	a.register(cand, "cand@example.com")
+	_, _, h := a.do(cand, "POST", "/exams/m12/start", url.Values{"csrf_token": {a.csrf(cand, "/exams/m12")}})
+	m := attemptRe.FindStringSubmatch(h.Get("Location"))
+	if m == nil {
+		t.Fatalf("start the exam: went to %q", h.Get("Location"))
+	}
+	attempt := m[0]
+	var aid int64
+	fmt.Sscan(m[1], &aid)
+	at, err := st.Attempt(context.Background(), aid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m12, _ := d.Exams.Get("m12")
+	var labTasks []int
+	for _, tk := range a.srv.exams.Tasks(m12, at.Seed) {
+		if tk.Lab() {
+			labTasks = append(labTasks, tk.Index)
+		}
+	}
+	if len(labTasks) < 2 {
+		t.Fatalf("m12 drew %d lab tasks, want 2 or more", len(labTasks))
+	}
+	task := labTasks[0]
+	open := fmt.Sprintf("%s/lab/%d", attempt, task)
+	_, _, h = a.do(cand, "POST", open, url.Values{"csrf_token": {a.csrf(cand, attempt)}})
+	lab := h.Get("Location")
+	if !strings.HasPrefix(lab, "/lab/") {
+		t.Fatalf("start task %d's lab on A: went to %q", task, lab)
+	}
+	l, err := a.mgr.Get(at.UserID, strings.TrimPrefix(lab, "/lab/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !l.Status().Confirmed; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lab %s not confirmed: %+v", lab, l.Status())
+		}
+	}
+
+	if _, page, _ := b.do(cand, "GET", attempt, nil); !strings.Contains(page, `href="`+lab+`" data-open-lab`) {
+		t.Errorf("the attempt page through B does not link the lab running on A")
+	}
+	tok := b.csrf(cand, attempt)
+	if code, _, h := b.do(cand, "POST", open, url.Values{"csrf_token": {tok}}); code != http.StatusSeeOther || h.Get("Location") != lab {
+		t.Errorf("open task %d's lab through B: %d to %q, want its lab on A, %s", task, code, h.Get("Location"), lab)
+	}
+	form := url.Values{"csrf_token": {tok}, "class": {l.Variant.Scenario.Diagnosis.Class}}
+	for k, v := range l.Variant.Location() {
+		form.Set(k, v)
+	}
+	if code, body, _ := b.do(cand, "POST", open+"/diagnosis", form); code != http.StatusSeeOther {
+		t.Fatalf("diagnose through B: %d\n%.300s", code, body)
+	}
+	if tasks, err := st.Tasks(context.Background(), aid); err != nil || len(tasks) == 0 || !tasks[0].Graded || tasks[0].Score < 0.7 {
+		t.Errorf("attempt tasks after the diagnosis through B: %+v, %v; want task %d graded (class and location right)", tasks, err, task)
+	}
+	select {
+	case <-l.Ended():
+	case <-time.After(10 * time.Second):
+		t.Error("the graded lab on A did not end")
+	}
+
+	// The next task's lab runs on A, and A goes: B starts it anew.
+	next := fmt.Sprintf("%s/lab/%d", attempt, labTasks[1])
+	if _, _, h := a.do(cand, "POST", next, url.Values{"csrf_token": {tok}}); !strings.HasPrefix(h.Get("Location"), "/lab/") {
+		t.Fatalf("start task %d's lab on A: went to %q", labTasks[1], h.Get("Location"))
+	}
+	a.hs.CloseClientConnections()
+	a.hs.Close()
+	_, _, h = b.do(cand, "POST", next, url.Values{"csrf_token": {tok}})
+	if _, err := b.mgr.Get(at.UserID, strings.TrimPrefix(h.Get("Location"), "/lab/")); err != nil {
+		t.Errorf("task %d's lab with A gone: went to %q, want a lab on B (%v)", labTasks[1], h.Get("Location"), err)
+	}
+	// Submitted through B, the attempt ends B's lab; A (its HTTP gone, its
+	// process not) ends its own at its next sweep.
+	if code, body, _ := b.do(cand, "POST", attempt+"/submit", url.Values{"csrf_token": {tok}}); code != http.StatusSeeOther {
+		t.Fatalf("submit through B: %d\n%.300s", code, body)
+	}
+	a.srv.sweepAttemptsOnce(context.Background())
+	for _, r := range []*replica{a, b} {
+		for _, l := range r.mgr.All() {
+			if l.Running() {
+				t.Errorf("lab %s of the submitted attempt still runs on %s", l.ID, r.url)
+			}
+		}
+	}
+}
+
+// TestDrain: a draining replica starts no lab and says why, tells the
+// learner at the terminal, serves the running lab on, and is idle once it ends.
+func TestDrain(t *testing.T) {
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "commlab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice := newClient()
+	a := startReplica(t, st, alice)
+	a.register(alice, "alice@example.com")
+	lab := a.startLab("ch01-tour", nil)
+	idle := a.srv.Drain()
+	start := url.Values{"csrf_token": {a.csrf(alice, "/labs/ch08-link-loss")}}
+	if code, body, _ := a.do(alice, "POST", "/labs/ch08-link-loss/start", start); code != http.StatusServiceUnavailable || !strings.Contains(body, web.T("zh", "err.draining")) {
+		t.Errorf("a start while draining: %d, want 503 with %q\n%.300s", code, web.T("zh", "err.draining"), body)
+	}
+	frames := strings.Join(a.ws(lab+"/term/node1/ws", []byte("echo still-here\n")), "")
+	if !strings.Contains(frames, `"type":"notice"`) || !strings.Contains(frames, web.T("zh", "lab.draining")) || !strings.Contains(frames, "echo still-here") {
+		t.Errorf("terminal while draining: %q, want the drain notice and the echo", frames)
+	}
+	select {
+	case <-idle:
+		t.Fatal("idle while a lab runs")
+	default:
+	}
+	if code, body, _ := a.post(lab+"/stop", url.Values{}, ""); code != http.StatusSeeOther {
+		t.Fatalf("stop: %d\n%.300s", code, body)
+	}
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not idle 10 s after its only lab stopped")
 	}
 }
 
@@ -387,7 +611,7 @@ func TestReplicasDashboardQueries(t *testing.T) {
 	grow := func(n int) {
 		for ; members < n; members++ {
 			u := joinLearner(t, st, w, members)
-			if _, err := a.srv.startLab(ctx, u.ID, sc.Draw(uint64(members)), time.Hour); err != nil {
+			if _, err := a.srv.startLab(ctx, store.LabOwner{LearnerID: u.ID}, sc.Draw(uint64(members)), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 		}

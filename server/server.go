@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -90,11 +91,13 @@ type Deps struct {
 // and websockets can be tested without root.
 type Labs interface {
 	Check(s *scenarios.Scenario) error
-	Start(learner int64, v *scenarios.Variant) (*session.Lab, error)
-	// StartTTL starts a lab with a TTL of its own (a workshop's).
-	StartTTL(learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error)
+	// StartAs starts a lab of the given id (session.NewID) with a TTL of its
+	// own (a workshop's; 0 keeps the manager's).
+	StartAs(id string, learner int64, v *scenarios.Variant, ttl time.Duration) (*session.Lab, error)
 	Get(learner int64, id string) (*session.Lab, error)
 	Current(learner int64) (*session.Lab, bool)
+	// All lists every lab the manager knows, ended ones included.
+	All() []*session.Lab
 }
 
 // Server serves commlab over HTTP.
@@ -125,6 +128,9 @@ type Server struct {
 	// rowCommands caches the last commands of the labs whose dashboard rows
 	// other replicas ask for.
 	rowCommands commandCache
+	// draining is closed by Drain: no lab starts any more.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // New builds a server.
@@ -143,25 +149,26 @@ func New(cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		lib:     d.Library,
-		store:   d.Store,
-		cats:    d.Scenarios,
-		labs:    d.Labs,
-		labsOff: d.LabsOff,
-		terms:   &termCounter{n: map[int64]int{}},
-		csrf:    csrf,
-		secret:  d.Secret,
-		limiter: auth.NewLimiter(rate.Limit(cfg.LoginRate), cfg.LoginBurst, 10*time.Minute),
-		log:     d.Log,
-		pages:   pages,
-		hlCSS:   []byte(css),
-		cache:   &pageCache{},
-		metrics: newMetrics(),
-		ca:      newAuthority(d.CertKey, d.Store),
-		exams:   d.Exams,
-		live:    newLiveHub(),
-		xlabs:   examLabs{byLab: map[string]*examLab{}},
+		cfg:      cfg,
+		lib:      d.Library,
+		store:    d.Store,
+		cats:     d.Scenarios,
+		labs:     d.Labs,
+		labsOff:  d.LabsOff,
+		terms:    &termCounter{n: map[int64]int{}},
+		csrf:     csrf,
+		secret:   d.Secret,
+		limiter:  auth.NewLimiter(rate.Limit(cfg.LoginRate), cfg.LoginBurst, 10*time.Minute),
+		log:      d.Log,
+		pages:    pages,
+		hlCSS:    []byte(css),
+		cache:    &pageCache{},
+		metrics:  newMetrics(),
+		ca:       newAuthority(d.CertKey, d.Store),
+		exams:    d.Exams,
+		live:     newLiveHub(),
+		xlabs:    examLabs{byLab: map[string]*examLab{}},
+		draining: make(chan struct{}),
 	}
 	if cfg.Advertise != "" {
 		if s.replicas, err = newReplicas(cfg.Advertise, d.Store); err != nil {
@@ -230,6 +237,51 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// errDraining refuses a lab start on a server that is stopping.
+var errDraining = httpError{http.StatusServiceUnavailable, "err.draining", ""}
+
+// Drain readies the server to stop without losing a lab: it starts no new lab
+// (errDraining; behind a proxy the learner's next try may reach another
+// replica) and tells the learners at their terminals that it is stopping.
+// The channel it returns is closed once none of its labs runs; the labs end as
+// ever (answered, stopped, their time up).
+func (s *Server) Drain() <-chan struct{} {
+	s.drainOnce.Do(func() { close(s.draining) })
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for s.labsRunning() {
+			<-t.C
+		}
+	}()
+	return idle
+}
+
+// isDraining reports whether Drain was called.
+func (s *Server) isDraining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// labsRunning reports whether a lab of this server is starting or running.
+func (s *Server) labsRunning() bool {
+	if s.labs == nil {
+		return false
+	}
+	for _, l := range s.labs.All() {
+		if l.Running() {
+			return true
+		}
+	}
+	return false
 }
 
 // sweepSessions deletes expired sessions every hour.

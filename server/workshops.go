@@ -420,9 +420,12 @@ func (s *Server) workshopLabStart(c *gin.Context) {
 	if !ok {
 		return
 	}
-	l, err := s.startLab(c.Request.Context(), userOf(c).ID, v, w.LabTTL)
+	l, err := s.startLab(c.Request.Context(), store.LabOwner{LearnerID: userOf(c).ID}, v, w.LabTTL)
 	if errors.Is(err, session.ErrBusy) {
 		s.fail(c, errLabBusy)
+		return
+	} else if errors.Is(err, errDraining) {
+		s.fail(c, err)
 		return
 	} else if err != nil {
 		s.fail(c, httpError{http.StatusServiceUnavailable, "err.labcannot", err.Error()})

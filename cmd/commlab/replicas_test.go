@@ -23,13 +23,15 @@ import (
 	"github.com/commlab/commlab/internal/pgtest"
 	"github.com/commlab/commlab/internal/testenv"
 	"github.com/commlab/commlab/server/store"
+	"github.com/commlab/commlab/web"
 )
 
 // TestTwoReplicasBehindNginx runs the README's two-replica setup for real: two
 // `commlab serve` processes on one PostgreSQL database, nginx from Debian
 // round-robin in front. A learner works a lab through nginx whichever replica
 // serves each request; stopping the replica that does not run the lab loses
-// neither the lab nor the answer.
+// neither the lab nor the answer, and the replica that runs it, stopped with a
+// drain, serves the lab until it is answered.
 func TestTwoReplicasBehindNginx(t *testing.T) {
 	testenv.RequireRoot(t, "lab sandboxes")
 	nginx := nginxBinary(t)
@@ -98,17 +100,49 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 		t.Errorf("lab page after submit: %d, want 200 with the result\n%.300s", code, body)
 	}
 
-	// The graded lab ends (its teardown done, the end recorded); a new one runs
-	// when its replica stops, which takes the sandbox with it and records the end.
+	// The graded lab ends (its teardown done, the end recorded). A new one runs
+	// when its replica drains (SIGTERM with --drain): no lab starts there any
+	// more, its learner is told at the terminal, and the lab carries on through
+	// nginx until it is answered; then the replica exits, and the sandbox with it.
 	waitEnded(t, ctx, st, id)
 	again := l.startLab("ch01-tour")
 	sandbox := l.waitConfirmed(again).Sandbox
-	owner.stop(t)
+	if err := owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	refused := func() bool { // busy (409) until the drain begins, then draining (503)
+		code, body, _ := l.post("/labs/ch01-tour", "/labs/ch01-tour/start", url.Values{})
+		if code != http.StatusConflict && (code != http.StatusServiceUnavailable || !strings.Contains(body, web.T("zh", "err.draining"))) {
+			t.Fatalf("a start while the owner drains: %d, want 409 or 503 with %q\n%.300s", code, web.T("zh", "err.draining"), body)
+		}
+		return code == http.StatusServiceUnavailable
+	}
+	for deadline := time.Now().Add(30 * time.Second); !refused(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the owner does not drain 30 s after SIGTERM")
+		}
+	}
+	if n := l.terminalNotice(front, again); !strings.Contains(n, `"type":"notice"`) || !strings.Contains(n, web.T("zh", "lab.draining")) {
+		t.Errorf("the terminal of the draining owner says %q, want the drain notice", n)
+	}
+	if st := l.state(again); st.State != "ready" {
+		t.Fatalf("lab while its replica drains: %+v", st)
+	}
+	l.terminal(front, again, "echo draining-$((6*7))", "draining-42")
+	if code, body, _ := l.post(again, again+"/submit", url.Values{"class": {"nic-rate-limited"}, "node": {"node1"}, "nic": {"rdma0"}}); code != http.StatusSeeOther {
+		t.Fatalf("submit while the owner drains: %d\n%.500s", code, body)
+	}
+	if err := owner.exited(2 * time.Minute); err != nil {
+		t.Fatalf("the drained owner: %v", err)
+	}
 	if out, _ := exec.Command("ip", "netns", "list").Output(); sandbox == "" || strings.Contains(string(out), "cl-"+sandbox+"-") {
 		t.Errorf("sandbox %q of the lab remains after its replica stopped:\n%s", sandbox, out)
 	}
 	if o, err := st.LabOwner(ctx, strings.TrimPrefix(again, "/lab/")); err != nil || o.EndedAt.IsZero() {
 		t.Errorf("owner of %s after its replica stopped: %+v, %v; want it ended", again, o, err)
+	}
+	if p, err := st.Progress(ctx, u.ID); err != nil || p["ch01"].Labs["ch01-tour"].Attempts != 2 {
+		t.Errorf("progress after the second submit = %+v, %v; want two attempts at ch01-tour", p["ch01"], err)
 	}
 }
 
@@ -155,23 +189,27 @@ type serveProc struct {
 	addr, data string
 	cmd        *exec.Cmd
 	log        string
+	done       chan struct{} // closed when the process has exited, with err
+	err        error
 }
 
-// startReplica starts `commlab serve --advertise` on data and waits for /healthz.
+// startReplica starts `commlab serve --advertise --drain` on data and waits
+// for /healthz.
 func startReplica(t *testing.T, bin, dbURL, data string) *serveProc {
 	t.Helper()
-	p := &serveProc{addr: freeAddr(t), data: data, log: filepath.Join(data, "serve.log")}
+	p := &serveProc{addr: freeAddr(t), data: data, log: filepath.Join(data, "serve.log"), done: make(chan struct{})}
 	logf, err := os.Create(p.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
 	p.cmd = exec.Command(bin, "--data", data, "--store", dbURL, "--log-level", "warn",
-		"serve", "--addr", p.addr, "--advertise", "http://"+p.addr)
+		"serve", "--addr", p.addr, "--advertise", "http://"+p.addr, "--drain", "10m")
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.stop(t)
 		if t.Failed() {
@@ -183,24 +221,33 @@ func startReplica(t *testing.T, bin, dbURL, data string) *serveProc {
 	return p
 }
 
-// stop ends the replica as systemd would (SIGTERM) and waits for it.
-func (p *serveProc) stop(t *testing.T) {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+// exited waits up to d for the replica to exit and says how it went.
+func (p *serveProc) exited(d time.Duration) error {
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("replica %s exited: %v", p.addr, err)
-		}
-	case <-time.After(60 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-		t.Errorf("replica %s did not stop within 60 s of SIGTERM", p.addr)
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		return fmt.Errorf("replica %s still runs after %s", p.addr, d)
 	}
+}
+
+// stop ends the replica as systemd would (SIGTERM: it drains), and again every
+// 2 s until it exits (a second signal stops it at once), within 60 s.
+func (p *serveProc) stop(t *testing.T) {
+	for range 30 {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM) // fails, harmlessly, once it has exited
+		select {
+		case <-p.done:
+			if p.err != nil {
+				t.Errorf("replica %s exited: %v", p.addr, p.err)
+			}
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	t.Errorf("replica %s did not stop within 60 s of SIGTERM", p.addr)
 }
 
 // waitHTTP waits until url answers 200.
@@ -400,9 +447,26 @@ func (l *learner) waitConfirmed(lab string) labState {
 	return labState{}
 }
 
-// terminal opens node1's terminal through base, types line and reads until
-// want appears.
-func (l *learner) terminal(base, lab, line, want string) {
+// terminalNotice opens node1's terminal through base and returns the first
+// control message (a text frame) the server sends.
+func (l *learner) terminalNotice(base, lab string) string {
+	l.t.Helper()
+	ws := l.dialTerminal(base, lab)
+	defer ws.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		typ, p, err := ws.ReadMessage()
+		if err != nil {
+			l.t.Fatalf("terminal through %s: %v before a notice", base, err)
+		}
+		if typ == websocket.TextMessage {
+			return string(p)
+		}
+	}
+}
+
+// dialTerminal opens node1's terminal websocket through base.
+func (l *learner) dialTerminal(base, lab string) *websocket.Conn {
 	l.t.Helper()
 	u, _ := url.Parse(l.base)
 	h := http.Header{"Origin": {base}}
@@ -413,6 +477,14 @@ func (l *learner) terminal(base, lab, line, want string) {
 	if err != nil {
 		l.t.Fatalf("terminal through %s: %v (%v)", base, err, resp)
 	}
+	return ws
+}
+
+// terminal opens node1's terminal through base, types line and reads until
+// want appears.
+func (l *learner) terminal(base, lab, line, want string) {
+	l.t.Helper()
+	ws := l.dialTerminal(base, lab)
 	defer ws.Close()
 	if err := ws.WriteMessage(websocket.BinaryMessage, []byte(line+"\n")); err != nil {
 		l.t.Fatal(err)

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +36,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		allowHW bool
 		charts  int
 		config  string
+		drain   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -63,13 +66,29 @@ secret.key and cert.key) can serve behind one address. A lab runs on the replica
 that started it; with --advertise URL (the address the other replicas reach this
 one at) each replica records the labs it starts and forwards requests for the
 others' labs, terminal websockets included, to their replica. Without it the
-server serves alone and forwards nothing.`,
+server serves alone and forwards nothing.
+
+With --drain D a replica stops without losing a lab: at SIGTERM (or SIGINT) it
+starts no new lab (the learner is asked to try again, which behind the proxy
+may reach another replica), tells the learners at its terminals, and serves on
+until its labs have ended (answered, stopped or timed out) or D has passed;
+then it stops as without --drain, ending the labs left. A second signal stops
+it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.Default()
 			if charts < 0 {
 				return fmt.Errorf("--chart-runs %d: want 0 (no limit) or more", charts)
+			}
+			if drain < 0 {
+				return fmt.Errorf("--drain %s: want 0 (stop at once) or more", drain)
+			}
+			var signals <-chan os.Signal
+			if drain > 0 {
+				var stop context.CancelFunc
+				ctx, stop, signals = outliveSignal(ctx)
+				defer stop()
 			}
 			var cluster *slurm.Config
 			if config != "" {
@@ -133,6 +152,12 @@ server serves alone and forwards nothing.`,
 				return fmt.Errorf("listen on %s: %w", addr, err)
 			}
 			log.Info("serving", "url", "http://"+displayAddr(ln.Addr()), "data", g.dataDir)
+			if drain > 0 {
+				serveCtx, stop := context.WithCancel(ctx)
+				defer stop()
+				go drainOnSignal(serveCtx, stop, signals, srv, drain, log)
+				ctx = serveCtx
+			}
 			return srv.Serve(ctx, ln)
 		},
 	}
@@ -143,8 +168,39 @@ server serves alone and forwards nothing.`,
 	cmd.Flags().StringVar(&cfg.Advertise, "advertise", "", "this replica's URL as the other replicas reach it (http://host:port): forward requests for labs between replicas (needs a PostgreSQL --store)")
 	cmd.Flags().BoolVar(&allowHW, "allow-hardware-faults", false, "let labs apply hardware fault kinds (pcie-speed); unsafe on a machine others use")
 	cmd.Flags().StringSliceVar(&cfg.TrustedProxies, "trusted-proxy", nil, "address or CIDR of a reverse proxy (nginx) whose X-Forwarded-For names the client, for the login rate limit (repeatable); without it every learner behind the proxy shares its address")
+	cmd.Flags().DurationVar(&drain, "drain", 0, "at SIGTERM start no new lab and serve on until this replica's labs end, at most this long (e.g. 45m); a second signal stops at once; 0: stop at once, ending the labs")
 	cmd.Flags().IntVar(&charts, "chart-runs", session.HostCharts(), "how many labs' chart workloads may run at once on this host (the rest wait their turn), so that a class's labs leave CPU to the learners' shells and the server; 0: no limit")
 	return cmd
+}
+
+// outliveSignal returns a context that the first SIGTERM or SIGINT does not
+// end (main's context does), its cancel, and those signals from now on. They
+// stay caught until the process exits: one more while it stops changes nothing.
+func outliveSignal(parent context.Context) (context.Context, context.CancelFunc, <-chan os.Signal) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	return ctx, cancel, sig
+}
+
+// drainOnSignal drains srv at the first signal, then calls stop once its labs
+// have ended, limit has passed, or a second signal came.
+func drainOnSignal(ctx context.Context, stop context.CancelFunc, signals <-chan os.Signal, srv *server.Server, limit time.Duration, log *slog.Logger) {
+	select {
+	case <-signals:
+	case <-ctx.Done():
+		return
+	}
+	log.Info("draining: no new labs; stopping when the running ones end", "limit", limit)
+	select {
+	case <-srv.Drain():
+		log.Info("drained: no lab runs")
+	case <-time.After(limit):
+		log.Warn("drain time is up: the labs still running end now", "limit", limit)
+	case s := <-signals:
+		log.Warn("second signal: stopping now", "signal", s)
+	}
+	stop()
 }
 
 // startLabs sweeps what a crashed run left behind, starts the fault watchdog and

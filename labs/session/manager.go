@@ -55,6 +55,12 @@ func (m *Manager) Start(learner int64, v *scenarios.Variant) (*Lab, error) {
 
 // StartTTL is Start with a lab TTL of its own (a workshop's); 0 keeps the manager's.
 func (m *Manager) StartTTL(learner int64, v *scenarios.Variant, ttl time.Duration) (*Lab, error) {
+	return m.StartAs(NewID(), learner, v, ttl)
+}
+
+// StartAs is StartTTL for a lab whose id the caller chose (NewID), e.g. to
+// claim it elsewhere before it exists.
+func (m *Manager) StartAs(id string, learner int64, v *scenarios.Variant, ttl time.Duration) (*Lab, error) {
 	if err := m.Check(v.Scenario); err != nil {
 		return nil, err
 	}
@@ -73,7 +79,10 @@ func (m *Manager) StartTTL(learner int64, v *scenarios.Variant, ttl time.Duratio
 	if ttl > 0 {
 		cfg.TTL = ttl
 	}
-	l := Start(m.ctx, cfg, learner, v)
+	if _, ok := m.labs[id]; ok {
+		return nil, fmt.Errorf("lab %s: the id is taken", shortID(id))
+	}
+	l := start(m.ctx, cfg, id, learner, v)
 	m.labs[l.ID] = l
 	go m.forget(l)
 	return l, nil

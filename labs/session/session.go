@@ -225,6 +225,10 @@ var ErrNotReady = errors.New("the lab is not ready")
 // Start begins a lab in the background; Wait or State tell how it goes. parent bounds
 // the whole lab (the server's lifetime); the lab also ends at its TTL.
 func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Variant) *Lab {
+	return start(parent, cfg, NewID(), learner, v)
+}
+
+func start(parent context.Context, cfg Config, id string, learner int64, v *scenarios.Variant) *Lab {
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL
 	}
@@ -233,7 +237,7 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	}
 	now := time.Now()
 	l := &Lab{
-		ID: newID(), Learner: learner, Variant: v, Started: now, expires: now.Add(cfg.TTL),
+		ID: id, Learner: learner, Variant: v, Started: now, expires: now.Add(cfg.TTL),
 		cfg: cfg, state: Starting, terminals: map[string]*Terminal{}, hints: map[int]bool{}, given: map[int]bool{},
 		samples: newSamples(600), ended: make(chan struct{}), confirmed: make(chan struct{}), up: make(chan struct{}),
 	}
@@ -252,7 +256,8 @@ func Start(parent context.Context, cfg Config, learner int64, v *scenarios.Varia
 	return l
 }
 
-func newID() string {
+// NewID returns a new lab id: 32 hex digits, random.
+func NewID() string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		panic(err)

@@ -15,6 +15,10 @@ type LabOwner struct {
 	LabID     string
 	LearnerID int64
 	Replica   string // the owner's advertised base URL
+	Scenario  string
+	// Attempt and Task are an exam lab's attempt and task; 0 for other labs.
+	Attempt   int64
+	Task      int
 	StartedAt time.Time
 	EndedAt   time.Time // zero while the lab runs, as far as anyone knows
 }
@@ -22,13 +26,15 @@ type LabOwner struct {
 // LabOwners records which replica runs each lab. SQLite and PostgreSQL
 // implement it beside Store.
 type LabOwners interface {
-	// SetLabOwner records that o.Replica runs lab o.LabID of o.LearnerID,
-	// started now and running; a lab id given again takes the new owner. An empty lab id
-	// or replica is ErrInvalid, an unknown learner ErrNotFound.
-	SetLabOwner(ctx context.Context, o *LabOwner) error
+	// ClaimLab records that o.Replica runs lab o.LabID of o.LearnerID,
+	// started now, unless the learner has a lab running: then it records
+	// nothing and is ErrExists. Two claims at once cannot both win. An empty
+	// lab id or replica is ErrInvalid, an unknown learner ErrNotFound.
+	ClaimLab(ctx context.Context, o *LabOwner) error
 	// LabOwner returns a lab's owner; ErrNotFound if none is recorded.
 	LabOwner(ctx context.Context, labID string) (*LabOwner, error)
-	// RunningLabs lists a learner's labs not marked ended, oldest first.
+	// RunningLabs lists a learner's labs not marked ended (one at most since
+	// ClaimLab), oldest first.
 	RunningLabs(ctx context.Context, learnerID int64) ([]LabOwner, error)
 	// WorkshopLabs lists the labs not marked ended of a workshop's members
 	// (any lab of theirs: the owner knows which are the workshop's), oldest first.
@@ -44,28 +50,36 @@ type LabOwners interface {
 
 var _ LabOwners = (*sqlDB)(nil)
 
-// SetLabOwner implements LabOwners.
-func (s *sqlDB) SetLabOwner(ctx context.Context, o *LabOwner) error {
+// ClaimLab implements LabOwners: the unique index lab_owners_running (one row
+// not ended per learner) makes a second claim insert nothing.
+func (s *sqlDB) ClaimLab(ctx context.Context, o *LabOwner) error {
 	if strings.TrimSpace(o.LabID) == "" || strings.TrimSpace(o.Replica) == "" {
-		return fmt.Errorf("set lab owner: %w: a lab id and a replica are required", ErrInvalid)
+		return fmt.Errorf("claim a lab: %w: a lab id and a replica are required", ErrInvalid)
 	}
 	o.StartedAt = now()
-	_, err := s.w.ExecContext(ctx, `INSERT INTO lab_owners (lab_id, learner_id, replica, started_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (lab_id) DO UPDATE SET learner_id = excluded.learner_id, replica = excluded.replica, started_at = excluded.started_at, ended_at = NULL`,
-		o.LabID, o.LearnerID, o.Replica, toDB(o.StartedAt))
+	res, err := s.w.ExecContext(ctx, `INSERT INTO lab_owners (lab_id, learner_id, replica, scenario, exam_attempt, exam_task, started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+		o.LabID, o.LearnerID, o.Replica, o.Scenario, o.Attempt, o.Task, toDB(o.StartedAt))
 	if err != nil {
-		return fmt.Errorf("set owner of lab %s: %w", o.LabID, userMissing(err, o.LearnerID))
+		return fmt.Errorf("claim lab %s: %w", o.LabID, userMissing(err, o.LearnerID))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("claim lab %s: %w", o.LabID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("claim lab %s: user %d: %w: a lab of theirs runs", o.LabID, o.LearnerID, ErrExists)
 	}
 	return nil
 }
 
-const labOwnerColumns = "lab_id, learner_id, replica, started_at, ended_at"
+const labOwnerColumns = "lab_id, learner_id, replica, scenario, exam_attempt, exam_task, started_at, ended_at"
 
 func scanLabOwner(row scanner) (*LabOwner, error) {
 	var o LabOwner
 	var started int64
 	var ended sql.NullInt64
-	if err := row.Scan(&o.LabID, &o.LearnerID, &o.Replica, &started, &ended); err != nil {
+	if err := row.Scan(&o.LabID, &o.LearnerID, &o.Replica, &o.Scenario, &o.Attempt, &o.Task, &started, &ended); err != nil {
 		return nil, err
 	}
 	o.StartedAt = fromDB(started)

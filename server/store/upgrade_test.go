@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"reflect"
@@ -49,6 +50,11 @@ var oldRows = []oldRow{
 		[]any{oldUserID, []byte("0123456789abcdef"), oldTime, oldTime + 3600e6}},
 	{3, "INSERT INTO certificates (id, user_id, document, issued_at) VALUES ('CL-OLD', $1, $2, $3)",
 		[]any{oldUserID, []byte(`{"old":true}`), oldTime}},
+	// Two labs of one learner taken for running, as the start race of 0006 could leave.
+	{6, "INSERT INTO lab_owners (lab_id, learner_id, replica, started_at) VALUES ('old-lab', $1, 'http://127.0.0.1:8081', $2)",
+		[]any{oldUserID, oldTime}},
+	{6, "INSERT INTO lab_owners (lab_id, learner_id, replica, started_at) VALUES ('old-lab-raced', $1, 'http://127.0.0.1:8082', $2)",
+		[]any{oldUserID, oldTime + 1}},
 }
 
 // migrationsUpTo is d's embedded migrations with versions up to v.
@@ -206,12 +212,26 @@ func checkUpgraded(t *testing.T, ctx context.Context, s Store, from int) {
 	if p, err := s.Progress(ctx, oldUserID); err != nil || p["ch01"].LabAttempts != 3 || p["ch01"].LabScore != 1 {
 		t.Errorf("after RecordLab: %+v, %v; want 3 attempts, score 1", p["ch01"], err)
 	}
-	// 0006: an old learner's new lab is recorded with its replica.
+	// 0006, 0007: an old learner's new lab is recorded with its replica, once
+	// their running lab (the newer of two raced ones) has ended.
 	owners := s.(LabOwners)
-	if err := owners.SetLabOwner(ctx, &LabOwner{LabID: "lab-after-upgrade", LearnerID: oldUserID, Replica: "http://127.0.0.1:8081"}); err != nil {
+	claim := &LabOwner{LabID: "lab-after-upgrade", LearnerID: oldUserID, Replica: "http://127.0.0.1:8081", Scenario: "ch01-tour"}
+	if from >= 6 {
+		running, err := owners.RunningLabs(ctx, oldUserID)
+		if err != nil || len(running) != 1 || running[0].LabID != "old-lab-raced" || running[0].Scenario != "" {
+			t.Errorf("running labs after upgrade = %+v, %v; want old-lab-raced alone", running, err)
+		}
+		if err := owners.ClaimLab(ctx, claim); !errors.Is(err, ErrExists) {
+			t.Errorf("a claim while old-lab-raced runs: %v, want ErrExists", err)
+		}
+		if err := owners.EndLab(ctx, "old-lab-raced"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := owners.ClaimLab(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := owners.LabOwner(ctx, "lab-after-upgrade"); err != nil || o.LearnerID != oldUserID || o.Replica != "http://127.0.0.1:8081" {
+	if o, err := owners.LabOwner(ctx, "lab-after-upgrade"); err != nil || o.LearnerID != oldUserID || o.Replica != "http://127.0.0.1:8081" || o.Scenario != "ch01-tour" {
 		t.Errorf("LabOwner after upgrade = %+v, %v", o, err)
 	}
 }

@@ -84,7 +84,7 @@ function terminal(el, base, readonly = false) {
     ws.onmessage = (ev) => {
       if (typeof ev.data === "string") {
         const msg = JSON.parse(ev.data);
-        if (msg.type === "idle-warning") setStatus(msg.text, "warn");
+        if (msg.type === "idle-warning" || msg.type === "notice") setStatus(msg.text, "warn");
         if (msg.type === "closed") { closedByServer = true; setStatus(msg.text, "bad"); }
         return;
       }

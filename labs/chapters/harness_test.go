@@ -1,6 +1,11 @@
 package chapters
 
-import "testing"
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
 
 // TestAllSeeds: the seeds a run plays, from COMMLAB_E2E_SEEDS.
 func TestAllSeeds(t *testing.T) {
@@ -40,5 +45,50 @@ func TestHostUse(t *testing.T) {
 		if got := hostUse(t, tt.id, tt.opts); got != tt.want {
 			t.Errorf("hostUse(%s, %v) = %v, want %v", tt.id, tt.opts, got, tt.want)
 		}
+	}
+}
+
+// TestGateAloneAfterOthers: labs played alone wait for every other lab, playing or
+// waiting, and then play one after another; a lab that asks while one plays alone
+// waits for it.
+func TestGateAloneAfterOthers(t *testing.T) {
+	var g gate
+	var mu sync.Mutex
+	var order []string
+	log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	var wg sync.WaitGroup
+	play := func(name string, alone bool, d time.Duration) {
+		defer wg.Done()
+		leave := g.enter(alone)
+		log(name + "+")
+		time.Sleep(d)
+		log(name + "-")
+		leave()
+	}
+	leaveA := g.enter(false) // a lab plays
+	wg.Add(3)
+	go play("alone1", true, 10*time.Millisecond)
+	go play("alone2", true, 10*time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	go play("other", false, 30*time.Millisecond) // asks after the alone labs, plays before them
+	for waiting := true; waiting; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		waiting = g.others < 2
+		g.mu.Unlock()
+	}
+	leaveA()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 6 || order[0] != "other+" || order[1] != "other-" {
+		t.Fatalf("order %v: the other lab must play before the labs played alone", order)
+	}
+	for i := 2; i < 6; i += 2 {
+		if order[i][:5] != "alone" || order[i+1] != order[i][:len(order[i])-1]+"-" {
+			t.Fatalf("order %v: labs played alone must not overlap", order)
+		}
+	}
+	if !slices.Contains(order, "alone1+") || !slices.Contains(order, "alone2+") {
+		t.Fatalf("order %v: both labs played alone must play", order)
 	}
 }

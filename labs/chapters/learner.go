@@ -221,8 +221,18 @@ func (lr *Learner) Truth() Answer {
 }
 
 // Run types line into node's terminal and waits until the command has finished.
+// Each command takes a chart run's turn (session.Turns): it waits while a graded run
+// has the host, and a graded run waits for it (at most the turns' Grace), so a
+// learner's iperf3 or bench run in one lab never lowers another lab's graded figure.
+// (A baseline taken beside a learner's iperf3 read half the healthy figure, and a fix
+// that does not fix then passed its bar.)
 func (lr *Learner) Run(node, line string) Ref {
 	lr.T.Helper()
+	release, err := turns.Chart(context.Background())
+	if err != nil {
+		lr.T.Fatal(err)
+	}
+	defer release()
 	return Ref{Terminal: node, Seq: TypeAndWait(lr.T, lr.Lab, node, line)}
 }
 
@@ -554,12 +564,56 @@ func hostUse(t *testing.T, id string, opts []Option) use {
 // The host's labs: at most SideBySide at once, of which at most MeasuringSideBySide
 // measure the fix (their graded runs take turns through session.Turns, and every
 // turn holds the other labs' chart runs back, where their evidence comes from); a lab
-// played alone by itself.
+// played alone by itself (see gate).
 var (
-	host      sync.RWMutex // held by a lab played alone, shared by every other lab
+	host      gate
 	measuring = make(chan struct{}, MeasuringSideBySide)
 	slots     = make(chan struct{}, SideBySide)
 )
+
+// gate keeps labs played alone from the others. A lab played alone waits until no
+// other lab plays or waits, so the labs played alone come one after another once the
+// others are done (or first, when one asks before any other), never each waiting for
+// the host to empty while the others queue behind it. Go's RWMutex did the latter:
+// every writer drained the host, its readers then filled it again.
+type gate struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	others int  // labs not played alone that play or wait
+	alone  bool // a lab played alone plays
+}
+
+func (g *gate) wait(ok func() bool) {
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	for !ok() {
+		g.cond.Wait()
+	}
+}
+
+// enter admits a lab (alone or not) and returns the function that lets it out.
+func (g *gate) enter(alone bool) (leave func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if alone {
+		g.wait(func() bool { return g.others == 0 && !g.alone })
+		g.alone = true
+	} else {
+		g.others++
+		g.wait(func() bool { return !g.alone })
+	}
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if alone {
+			g.alone = false
+		} else {
+			g.others--
+		}
+		g.cond.Broadcast()
+	}
+}
 
 // MeasuringSideBySide is how many labs that measure the fix play at once. Their
 // graded runs take turns (session.Turns), so the time they gain is their stories',
@@ -573,11 +627,10 @@ const MeasuringSideBySide = 2
 // that lets the next one in.
 func admit(t *testing.T, u use) (done func()) {
 	t.Helper()
+	leave := host.enter(u == alone)
 	if u == alone {
-		host.Lock()
-		return host.Unlock
+		return leave
 	}
-	host.RLock()
 	if u == measures {
 		measuring <- struct{}{}
 	}
@@ -587,7 +640,7 @@ func admit(t *testing.T, u use) (done func()) {
 		if u == measures {
 			<-measuring
 		}
-		host.RUnlock()
+		leave()
 	}
 }
 

@@ -3,8 +3,9 @@
 #  - Host packages (their tests import internal/testenv: network namespaces, tc,
 #    nftables, cgroups, lab sandboxes, Chromium) run one at a time: lab tests measure
 #    bandwidth and CPU, so two of them side by side would disturb each other.
-#  - The other packages touch nothing of the host's; they run meanwhile, also one at a
-#    time, so they never take more than one core from a measurement. So do the host
+#  - The other packages touch nothing of the host's; they run meanwhile, two at a time,
+#    and say when they are done: the chapter labs that measure a fix or compare speeds
+#    wait for that (labs/chapters.QuietEnv), the others play meanwhile. So do the host
 #    packages in $beside, which measure nothing another lab's load could spoil: Slurm's
 #    labs (mostly waiting on its scheduler), the browser's and the CLI's labs (ch01-tour,
 #    ch07-wrong-interface; listings, pages and terminals, no figure compared).
@@ -20,10 +21,13 @@ mapfile -t host < <(awk -v beside="$beside" '$1 == "host" && index(beside, " " $
 mapfile -t unit < <(awk -v beside="$beside" '$1 == "unit" || index(beside, " " $2 " ") { print $2 }' <<<"$tiers")
 
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$GO" test -p 1 -count=1 -timeout 30m "$@" "${unit[@]}" >"$out" 2>&1 &
+quiet=$(mktemp -u)
+trap 'rm -f "$out" "$quiet"' EXIT
+# The other lane runs two packages at a time and says when it is done: the chapter labs
+# that measure a fix wait for it (labs/chapters.QuietEnv), the others play meanwhile.
+( "$GO" test -p 2 -count=1 -timeout 30m "$@" "${unit[@]}" >"$out" 2>&1; rc=$?; touch "$quiet"; exit $rc ) &
 unit_pid=$!
-"$GO" test -p 1 -count=1 -timeout 80m "$@" "${host[@]}"
+COMMLAB_TEST_QUIET_FILE=$quiet "$GO" test -p 1 -count=1 -timeout 80m "$@" "${host[@]}"
 host_rc=$?
 wait "$unit_pid"
 unit_rc=$?

@@ -41,32 +41,48 @@ func TestLabCh17RailDegraded(t *testing.T) {
 			}
 			return v
 		}
+		// Every NIC's send rate over a window against the median of all eight (the healthy
+		// ones are the majority): the degraded NIC alone sends more, what it resends. Its
+		// successor on the rail receives that much more; totals carry the hours before
+		// the fault. A window the job spent partly paused (another lab's graded run holds
+		// the chart back) can skew a node's rates, so the learner looks again, up to
+		// three windows, as one would before blaming a NIC (in CI one window showed
+		// node4 at 1.5 on both rails).
 		const window = 15 * time.Second
-		first := scrape()
-		time.Sleep(window)
-		second := scrape()
-		mbit := func(k string) float64 { return (second[k] - first[k]) * 8 / window.Seconds() / 1e6 }
-		// Every NIC's send rate against the median of all eight (the healthy ones are the
-		// majority): the degraded NIC alone sends more, what it resends. Its successor
-		// on the rail receives that much more; totals carry the hours before the fault.
-		var tx []float64
-		for _, n := range FourNodes {
-			for _, c := range []string{"rdma0", "rdma1"} {
-				tx = append(tx, mbit(n+" "+c+" tx"))
-			}
+		mbit := func(first, second map[string]float64, k string) float64 {
+			return (second[k] - first[k]) * 8 / window.Seconds() / 1e6
 		}
-		slices.Sort(tx)
-		median := (tx[3] + tx[4]) / 2
-		for _, n := range FourNodes {
-			for _, c := range []string{"rdma0", "rdma1"} {
-				k := n + " " + c
-				out := mbit(k+" tx") / median
-				lr.T.Logf("%s: tx %.1f Mbit/s (%.2f of the median), rx %.1f Mbit/s; total tx %.0f bytes", k, mbit(k+" tx"), out, mbit(k+" rx"), second[k+" tx"])
-				// Wide margin: at 3 % loss the degraded NIC sent 1.4x the others in the runs seen.
-				if high := out > 1.15; high != (n == node && c == nic) {
-					lr.T.Errorf("%s sends %.2f of the median: want over 1.15 on %s %s only", k, out, node, nic)
+		var stray []string
+		for try := 1; try <= 3; try++ {
+			first := scrape()
+			time.Sleep(window)
+			second := scrape()
+			var tx []float64
+			for _, n := range FourNodes {
+				for _, c := range []string{"rdma0", "rdma1"} {
+					tx = append(tx, mbit(first, second, n+" "+c+" tx"))
 				}
 			}
+			slices.Sort(tx)
+			median := (tx[3] + tx[4]) / 2
+			stray = nil
+			for _, n := range FourNodes {
+				for _, c := range []string{"rdma0", "rdma1"} {
+					k := n + " " + c
+					out := mbit(first, second, k+" tx") / median
+					lr.T.Logf("window %d: %s: tx %.1f Mbit/s (%.2f of the median), rx %.1f Mbit/s; total tx %.0f bytes", try, k, mbit(first, second, k+" tx"), out, mbit(first, second, k+" rx"), second[k+" tx"])
+					// Wide margin: at 3 % loss the degraded NIC sent 1.4x the others in the runs seen.
+					if high := out > 1.15; high != (n == node && c == nic) {
+						stray = append(stray, fmt.Sprintf("%s sends %.2f of the median", k, out))
+					}
+				}
+			}
+			if len(stray) == 0 {
+				break
+			}
+		}
+		if len(stray) > 0 {
+			lr.T.Errorf("in three windows, never %s %s alone over 1.15 of the median; the last: %s", node, nic, strings.Join(stray, "; "))
 		}
 
 		// The rates point at a path: this NIC, the rail's switch, the successor's NIC.

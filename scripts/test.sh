@@ -20,9 +20,7 @@ beside=" github.com/commlab/commlab/labs/slurm github.com/commlab/commlab/web gi
 # The chapter labs last: they wait for the other lane anyway (see above), so the host
 # packages before them use that time.
 mapfile -t host < <(awk -v beside="$beside" '$1 == "host" && index(beside, " " $2 " ") == 0 { print ($2 ~ /\/labs\/chapters$/ ? 1 : 0), $2 }' <<<"$tiers" | sort -s -k1,1n | cut -d' ' -f2)
-# The other lane's longest packages first (Slurm's labs about 150 s, the browser's about 100 s), one
-# on each slot, so that the lane the chapter labs wait for ends as early as it can.
-mapfile -t unit < <(awk -v beside="$beside" '$1 == "unit" || index(beside, " " $2 " ") { print ($2 ~ /\/(labs\/slurm|web)$/ ? 0 : 1), $2 }' <<<"$tiers" | sort -s -k1,1n | cut -d' ' -f2)
+mapfile -t unit < <(awk -v beside="$beside" '$1 == "unit" || index(beside, " " $2 " ") { print $2 }' <<<"$tiers")
 
 out=$(mktemp)
 quiet=$(mktemp -u)

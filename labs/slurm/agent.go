@@ -270,12 +270,13 @@ func slurmNode() string {
 }
 
 // up makes the node's sandbox: a network namespace owned by a user namespace
-// of its own (createNodeNS) with loopback and the node's NICs, each shaped at its rate by a tbf c1: as the local backend's
-// are. With lab NICs, each is a macvlan child (bridge mode) of one, created
-// in the namespace, so the lab's nodes on other Slurm nodes are reachable
-// over the site's fabric; two of them share one L2 network, so each answers
-// ARP for its own address only. Without, each is one end of a veth pair whose
-// other end (peer<i>) stays inside.
+// of its own (createNodeNS) with loopback and the node's NICs, each shaped at
+// its rate by a tbf c1: as the local backend's are. With lab NICs, each is a
+// macvlan child (bridge mode) of one, created in the namespace, so the lab's
+// nodes on other Slurm nodes are reachable over the site's fabric; two of
+// them share one L2 network, so each answers ARP for its own address only.
+// Without, each is one end of a veth pair whose other end (peer<i>) stays
+// inside.
 func (a *Agent) up(ctx context.Context) error {
 	nics, err := a.nics()
 	if err != nil {

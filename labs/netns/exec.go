@@ -318,15 +318,46 @@ func unescapeMountPath(s string) string {
 // which runs the program as uid with learnerCaps in the node's user namespace. With
 // setctty, c's stdin is a terminal that becomes the program's controlling terminal.
 func asLearnerInit(c *exec.Cmd, uid uint32, setctty bool) error {
-	spec, err := json.Marshal(learnerInitSpec{UID: uid, Dir: c.Dir, Setctty: setctty})
+	li, err := NewLearnerInit(learnerInitArgv0, uid, c.Dir, setctty, append([]string{c.Path}, c.Args[1:]...))
 	if err != nil {
 		return err
 	}
-	c.Args = append([]string{learnerInitArgv0, c.Path}, c.Args[1:]...)
-	c.Path = "/proc/self/exe"
-	c.Env = append(slices.Clip(c.Env), learnerInitEnv+"="+string(spec))
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC}
+	c.Path, c.Args = "/proc/self/exe", li.Argv
+	c.Env = append(slices.Clip(c.Env), li.Env)
+	c.SysProcAttr = li.Attr
 	return nil
+}
+
+// LearnerInit starts a learner's program on a node through the learner init
+// (learnerinit.go), for a caller that enters the node's network namespace itself
+// (the Slurm agent, through `ip netns exec`). The first process of the new PID
+// and IPC namespaces that Attr makes must exec Argv, this commlab binary and its
+// arguments, without forking, in the node's network namespace and a private
+// mount namespace, with Env added to its environment and the user namespace that
+// owns the node's network namespace (hostns.CreateConfined, hostns.OwnerUserNS)
+// as its file 3.
+type LearnerInit struct {
+	Argv []string
+	Env  string
+	Attr *syscall.SysProcAttr
+}
+
+// NewLearnerInit is the learner init that runs argv in dir as uid (with setctty,
+// its stdin is a terminal that becomes argv's controlling terminal); exe is how
+// the init's command line names this binary.
+func NewLearnerInit(exe string, uid uint32, dir string, setctty bool, argv []string) (LearnerInit, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return LearnerInit{}, errors.New("learner init: empty command")
+	}
+	spec, err := json.Marshal(learnerInitSpec{UID: uid, Dir: dir, Setctty: setctty})
+	if err != nil {
+		return LearnerInit{}, err
+	}
+	return LearnerInit{
+		Argv: append([]string{exe}, argv...),
+		Env:  learnerInitEnv + "=" + string(spec),
+		Attr: &syscall.SysProcAttr{Setsid: true, Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC},
+	}, nil
 }
 
 // cgroupView is a node cgroup directory (an O_PATH descriptor) and where a learner sees it.

@@ -5,6 +5,7 @@ package injector
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,43 +24,65 @@ func (l *testLab) pingLoss(t *testing.T, node, to string, count int) float64 {
 	return 1 - float64(got)/float64(sent)
 }
 
+// TestLossRoundTrip: loss in each direction, in nodes whose namespaces are
+// owned by user namespaces of their own (newLab). Outbound loss must show up as
+// loss in ping, not as a local send error: the lost frames still leave the NIC.
 func TestLossRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
 	for _, tc := range []struct {
-		dir  string
-		want []string
+		dir     string
+		listing []string // what lists the fault, and what it shows
+		want    []string
 	}{
-		{"in", []string{"hook ingress device \"rdma0\"", "numgen random mod 10000 < 2000", "drop"}},
-		// Outbound loss must show up as loss in ping, not as a local send error.
-		{"out", []string{"hook egress device \"rdma0\"", "numgen random mod 10000 < 2000", "ether daddr set"}},
+		{"in", []string{"nft", "list", "table", "netdev", "commlab-" + l.ID}, []string{"hook ingress device \"rdma0\"", "numgen random mod 10000 < 2000", "drop"}},
+		{"out", []string{"tc", "filter", "show", "dev", "rdma0", "egress"}, []string{"pref 193 bpf", "commlab_tc", "direct-action"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			f := mustParse(t, in, "loss", map[string]string{"nic": "rdma0", "percent": "20%", "direction": tc.dir})
 			roundTrip(t, l, in, "n1", f, func(t *testing.T, e Entry) {
-				mustContain(t, "nft list table", l.Run(t, "n1", "nft", "list", "table", "netdev", "commlab-"+l.ID), tc.want...)
+				mustContain(t, strings.Join(tc.listing, " "), l.Run(t, "n1", tc.listing...), tc.want...)
+				tx := l.txPackets(t, "n1")["rdma0"]
 				if loss := l.pingLoss(t, "n2", l.Addr("n1", "rdma0"), 400); loss < 0.12 || loss > 0.30 {
 					t.Errorf("ping loss with 20%% %s: %.1f%%", tc.dir, 100*loss)
+				}
+				if sent := l.txPackets(t, "n1")["rdma0"] - tx; tc.dir == "out" && sent < 400 {
+					t.Errorf("n1 rdma0 sent %d packets for 400 echo requests: the lost replies did not leave the NIC", sent)
 				}
 			})
 		})
 	}
 }
 
+// TestRoCEDropRoundTrip: roce-drop takes UDP to 4791 only, on the receiver's
+// ingress and on the sender's egress (where the frames still leave the NIC).
 func TestRoCEDropRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
 	in := newInjector(t)
-	roundTrip(t, l, in, "n2", mustParse(t, in, "roce-drop", map[string]string{"nic": "rdma0"}), func(t *testing.T, e Entry) {
-		mustContain(t, "nft list table", l.Run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.ID), "udp dport 4791", "drop", "hook egress")
-		// UDP to 4791 is lost entirely; UDP to another port is not.
-		if got := l.udpCount(t, "n1", "n2", 4791, 1000); got != 0 {
-			t.Errorf("%d of 1000 datagrams to UDP 4791 arrived, want none", got)
-		}
-		if got := l.udpCount(t, "n1", "n2", 4792, 1000); got < 995 {
-			t.Errorf("%d of 1000 datagrams to UDP 4792 arrived, want all", got)
-		}
-		mustContain(t, "nft list table", l.Run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.ID), "counter packets 1000 ")
-	})
+	for _, tc := range []struct {
+		dir, node string
+	}{{"in", "n2"}, {"out", "n1"}} {
+		t.Run(tc.dir, func(t *testing.T) {
+			f := mustParse(t, in, "roce-drop", map[string]string{"nic": "rdma0", "direction": tc.dir})
+			roundTrip(t, l, in, tc.node, f, func(t *testing.T, e Entry) {
+				tx := l.txPackets(t, "n1")["rdma0"]
+				if got := l.udpCount(t, "n1", "n2", 4791, 1000); got != 0 {
+					t.Errorf("%d of 1000 datagrams to UDP 4791 arrived, want none", got)
+				}
+				if sent := l.txPackets(t, "n1")["rdma0"] - tx; sent < 1000 {
+					t.Errorf("n1 rdma0 sent %d packets for 1000 datagrams to UDP 4791, want all on the wire", sent)
+				}
+				if got := l.udpCount(t, "n1", "n2", 4792, 1000); got < 995 {
+					t.Errorf("%d of 1000 datagrams to UDP 4792 arrived, want all", got)
+				}
+				if tc.dir == "in" {
+					mustContain(t, "nft list table", l.Run(t, "n2", "nft", "list", "table", "netdev", "commlab-"+l.ID), "udp dport 4791", "hook ingress", "counter packets 1000 ")
+				} else {
+					mustContain(t, "tc filter show", l.Run(t, "n1", "tc", "filter", "show", "dev", "rdma0", "egress"), "commlab_tc", "direct-action")
+				}
+			})
+		})
+	}
 }
 
 func TestPortBlockRoundTrip(t *testing.T) {

@@ -3,10 +3,13 @@
 package injector
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var rePingLoss = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
@@ -95,4 +98,62 @@ func TestPortBlockRoundTrip(t *testing.T) {
 		}
 		l.iperf3Port(t, "n2", "n1", "29511", "-n", "1M")
 	})
+}
+
+// TestLossOutStacks: outbound loss shares clsact with nic-rate's ingress
+// redirect and tbf root qdisc on the same NIC, whichever is reverted first; the
+// kinds that want commlab's one egress filter there (corrupt out, the wire) are
+// refused as conflicts.
+func TestLossOutStacks(t *testing.T) {
+	l := newLab(t, 1500, "n1", "n2")
+	in := newInjector(t)
+	ctx := ctxT(t)
+	base := l.snapshot(t, "n1")
+	apply := func(kind string, params map[string]string) (Entry, error) {
+		return in.Apply(ctx, l.target("n1"), mustParse(t, in, kind, params), time.Minute)
+	}
+	for _, lossFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("loss reverted first %v", lossFirst), func(t *testing.T) {
+			rate, err := apply("nic-rate", map[string]string{"nic": "rdma0", "rate": "1Gbit", "direction": "both"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			loss, err := apply("loss", map[string]string{"nic": "rdma0", "percent": "100%", "direction": "out"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				kind   string
+				params map[string]string
+			}{
+				{"corrupt", map[string]string{"nic": "rdma0", "percent": "1%", "direction": "out"}},
+				{"delay", map[string]string{"nic": "rdma0", "delay": "1ms"}},
+				{"roce-drop", map[string]string{"nic": "rdma0", "direction": "out"}},
+			} {
+				if e, err := apply(c.kind, c.params); !errors.Is(err, ErrConflict) {
+					t.Errorf("%s beside outbound loss: %v, want a conflict", c.kind, err)
+					if err == nil {
+						in.Revert(ctx, e.ID)
+					}
+				}
+			}
+			if got := l.udpCount(t, "n1", "n2", 5000, 200); got != 0 {
+				t.Errorf("%d of 200 datagrams arrived with 100%% outbound loss", got)
+			}
+			first, second := rate, loss
+			if lossFirst {
+				first, second = loss, rate
+			}
+			if err := in.Revert(ctx, first.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got, lost := l.udpCount(t, "n1", "n2", 5000, 200), !lossFirst; (got == 0) != lost {
+				t.Errorf("%d of 200 datagrams arrived after reverting %s alone", got, first.Kind)
+			}
+			if err := in.Revert(ctx, second.ID); err != nil {
+				t.Fatal(err)
+			}
+			assertSame(t, "after both reverts", base, l.snapshot(t, "n1"))
+		})
+	}
 }

@@ -40,12 +40,12 @@ func applyWire(ctx context.Context, t Target, op *Op, nic string, delay, jitter 
 	if err != nil {
 		return nil, err
 	}
-	has, err := hasClsact(h, l)
+	own, err := ownsClsact(h, l)
 	if err != nil {
 		return nil, err
 	}
 	idx := l.Attrs().Index
-	u := &wireUndo{Target: t, NIC: nic, Index: idx, Veth: wireVeth(op.ID, "a"), OwnClsact: !has, FaultID: op.ID}
+	u := &wireUndo{Target: t, NIC: nic, Index: idx, Veth: wireVeth(op.ID, "a"), OwnClsact: own, FaultID: op.ID}
 	if err := op.Record(&delayUndo{Wire: u}); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func applyWire(ctx context.Context, t Target, op *Op, nic string, delay, jitter 
 			return u, fmt.Errorf("set %s up: %w", name, err)
 		}
 	}
-	if err := addClsact(h, l, !has); err != nil {
+	if err := ensureClsact(h, l); err != nil {
 		return u, err
 	}
 	cfg, _ := json.Marshal(wireConfig{Target: t, NIC: nic, Index: idx, In: ends[0].Attrs().Index, Out: ends[1].Attrs().Index,

@@ -89,11 +89,7 @@ func addIngressRedirect(h *netlink.Handle, idx, ifbIdx int) error {
 	if err != nil {
 		return err
 	}
-	has, err := hasClsact(h, l)
-	if err != nil {
-		return err
-	}
-	if err := addClsact(h, l, !has); err != nil {
+	if err := ensureClsact(h, l); err != nil {
 		return err
 	}
 	if err := h.FilterAdd(ingressRedirect(idx, ifbIdx)); err != nil {
@@ -137,21 +133,45 @@ func delIngressRedirect(h *netlink.Handle, idx int, ownClsact bool) error {
 	return releaseClsact(h, l, ownClsact)
 }
 
-// addClsact adds the clsact qdisc on l when own (the fault found none there).
-func addClsact(h *netlink.Handle, l netlink.Link, own bool) error {
-	if !own {
-		return nil
+// ownsClsact reports whether a fault about to add a filter on l may remove
+// clsact once its filters are gone: l has none yet, or one that carries only
+// commlab's filters (another fault's, which added it: the last one out removes
+// it, whichever order they are reverted in).
+func ownsClsact(h *netlink.Handle, l netlink.Link) (bool, error) {
+	has, err := hasClsact(h, l)
+	if err != nil || !has {
+		return !has, err
+	}
+	n := 0
+	for _, p := range []uint32{clsactIn, clsactOut} {
+		fs, err := h.FilterList(l, p)
+		if err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+			return false, fmt.Errorf("list filters on %s: %w", l.Attrs().Name, err)
+		}
+		for _, f := range fs {
+			if f.Attrs().Priority != ownPrio {
+				return false, nil
+			}
+			n++
+		}
+	}
+	return n > 0, nil
+}
+
+// ensureClsact adds the clsact qdisc on l unless it is there.
+func ensureClsact(h *netlink.Handle, l netlink.Link) error {
+	if has, err := hasClsact(h, l); err != nil || has {
+		return err
 	}
 	q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
-	if err := h.QdiscAdd(q); err != nil {
+	if err := h.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("add clsact on %s: %w", l.Attrs().Name, err)
 	}
 	return nil
 }
 
-// releaseClsact deletes the clsact qdisc on l when the fault added it (own) and
-// no filter is left on either side: clsact is shared by every fault (and user)
-// with a filter on l, and the last one out removes it.
+// releaseClsact deletes the clsact qdisc on l when the fault owns it (see
+// ownsClsact) and no filter is left on either side.
 func releaseClsact(h *netlink.Handle, l netlink.Link, own bool) error {
 	if !own {
 		return nil
@@ -171,17 +191,17 @@ func releaseClsact(h *netlink.Handle, l netlink.Link, own bool) error {
 // newTCFilters prepares the undo of commlab's BPF filters at parents (clsactIn,
 // clsactOut) on l, to be journaled before attach adds anything.
 func newTCFilters(h *netlink.Handle, t Target, l netlink.Link, parents ...uint32) (*tcFilterUndo, error) {
-	has, err := hasClsact(h, l)
+	own, err := ownsClsact(h, l)
 	if err != nil {
 		return nil, err
 	}
-	return &tcFilterUndo{Target: t, NIC: l.Attrs().Name, Index: l.Attrs().Index, Parents: parents, OwnClsact: !has}, nil
+	return &tcFilterUndo{Target: t, NIC: l.Attrs().Name, Index: l.Attrs().Index, Parents: parents, OwnClsact: own}, nil
 }
 
-// attach adds clsact if the fault owns it, then prog as commlab's filter (direct
+// attach adds clsact if missing, then prog as commlab's filter (direct
 // action, priority c1) at each of u's parents, and reads them back.
 func (u *tcFilterUndo) attach(h *netlink.Handle, l netlink.Link, prog *ebpf.Program) error {
-	if err := addClsact(h, l, u.OwnClsact); err != nil {
+	if err := ensureClsact(h, l); err != nil {
 		return err
 	}
 	for _, p := range u.Parents {

@@ -92,7 +92,9 @@ func Create(name string) (*netlink.Handle, vnetns.NsHandle, error) {
 // a netlink namespace id (IFLA_TARGET_NETNSID: EACCES). commlab, root in the
 // parent user namespace, keeps every capability here. The user namespace
 // lives as long as the network namespace (the kernel gives it back from the
-// namespace file: NS_GET_USERNS).
+// namespace file: NS_GET_USERNS). One thing the kernel refuses here even to
+// host root: an nftables payload write (`ether daddr set`, `ip ttl set`:
+// EPERM, seen on 6.18); the injector rewrites frames with tc BPF instead.
 func CreateConfined(name string) (*netlink.Handle, vnetns.NsHandle, error) {
 	return create(name, bindInOwnUserNS)
 }

@@ -69,9 +69,9 @@ func Mechanism(kind string, f Features) string {
 	return ""
 }
 
-// lossMechanism says how loss and roce-drop work in each direction: inbound is
-// in's nftables drop; outbound a tc BPF program that sends a share of what
-// frames the NIC sends to the NIC's own MAC, so it leaves and is discarded.
+// lossMechanism says how loss and roce-drop work in each direction: inbound,
+// the nftables drop in; outbound, a tc BPF program that readdresses a share of
+// the frames the NIC sends to its own MAC, so they leave and are discarded.
 func lossMechanism(in, frames string) string {
 	out := "tc BPF at clsact egress (" + frames + ": destination MAC set to the NIC's own, bpf_skb_store_bytes)"
 	if err := TCBPF(); err != nil {

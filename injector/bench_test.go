@@ -25,8 +25,8 @@ func TestInjectorBench(t *testing.T) {
 		iter = v
 	}
 	f := Probe(ctxT(t))
-	fmt.Printf("\nkernel features: tbf=%v htb=%v netem=%v ifb=%v mirred=%v nftables=%v nft-egress=%v cgroup=%s\n",
-		f.TBF, f.HTB, f.Netem, f.IFB, f.Mirred, f.Nftables, f.NftEgress, f.Cgroup)
+	fmt.Printf("\nkernel features: tbf=%v htb=%v netem=%v ifb=%v mirred=%v nftables=%v cgroup=%s\n",
+		f.TBF, f.HTB, f.Netem, f.IFB, f.Mirred, f.Nftables, f.Cgroup)
 	only := os.Getenv("COMMLAB_BENCH_ONLY") // latency, rate, loss, delay or crash
 	if only == "" || only == "latency" {
 		benchLatency(t, iter)

@@ -52,6 +52,7 @@ func (*linkStateUndo) Revert(context.Context) error { return labs.ErrNeedsLinux 
 func (*mntnsUndo) Revert(context.Context) error     { return labs.ErrNeedsLinux }
 func (*mtuUndo) Revert(context.Context) error       { return labs.ErrNeedsLinux }
 func (*nftUndo) Revert(context.Context) error       { return labs.ErrNeedsLinux }
+func (*lossUndo) Revert(context.Context) error      { return labs.ErrNeedsLinux }
 func (*nicRateUndo) Revert(context.Context) error   { return labs.ErrNeedsLinux }
 func (*routeUndo) Revert(context.Context) error     { return labs.ErrNeedsLinux }
 

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/vishvananda/netlink"
 )
 
@@ -171,10 +172,10 @@ func (f *Corrupt) directions() []tcHook {
 // them; it is neutral, as a learner may list them before the debrief.
 const tcProgName = "commlab_tc"
 
-// loadTCProg loads b's program; a kernel without BPF (or refusing it) gets
-// ErrUnsupported with the reason.
-func loadTCProg(b bitFlip) (*ebpf.Program, error) {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: tcProgName, Type: ebpf.SchedCLS, Instructions: b.program(), License: "Dual MIT/GPL"})
+// loadTCProg loads a tc direct-action program; a kernel without BPF (or
+// refusing it) gets ErrUnsupported with the reason.
+func loadTCProg(insns asm.Instructions) (*ebpf.Program, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: tcProgName, Type: ebpf.SchedCLS, Instructions: insns, License: "Dual MIT/GPL"})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -194,7 +195,7 @@ var (
 // by loading one; attaching also needs clsact and cls_bpf, which Apply reports).
 func TCBPF() error {
 	tcBPFOnce.Do(func() {
-		p, err := loadTCProg(bitFlip{Below: 1, Proto: 17 /* UDP */, Port: 9, Peer: netip.MustParseAddr("192.0.2.1")})
+		p, err := loadTCProg(bitFlip{Below: 1, Proto: 17 /* UDP */, Port: 9, Peer: netip.MustParseAddr("192.0.2.1")}.program())
 		if err == nil {
 			p.Close()
 		}
@@ -218,13 +219,19 @@ func ownFilters(h *netlink.Handle, l netlink.Link, parent uint32) ([]netlink.Fil
 	return own, nil
 }
 
-// corruptUndo removes the fault's bpf filters, and the clsact qdisc when the
-// fault added it and nothing else uses it; or reverts the netem variant.
+// tcFilterUndo removes a fault's BPF filters (commlab's, priority c1) at its
+// clsact parents on a NIC, and the clsact qdisc when the fault added it and
+// nothing else uses it. Corrupt, the wire and outbound loss use it.
+type tcFilterUndo struct {
+	Target    Target   `json:"target"`
+	NIC       string   `json:"nic,omitempty"`
+	Index     int      `json:"index,omitempty"`
+	Parents   []uint32 `json:"parents,omitempty"`
+	OwnClsact bool     `json:"own_clsact,omitempty"`
+}
+
+// corruptUndo reverts corrupt: its BPF filters, or the netem variant.
 type corruptUndo struct {
-	Target    Target       `json:"target"`
-	NIC       string       `json:"nic,omitempty"`
-	Index     int          `json:"index,omitempty"`
-	Parents   []uint32     `json:"parents,omitempty"`
-	OwnClsact bool         `json:"own_clsact,omitempty"`
-	Netem     *nicRateUndo `json:"netem,omitempty"`
+	tcFilterUndo
+	Netem *nicRateUndo `json:"netem,omitempty"`
 }

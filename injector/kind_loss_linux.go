@@ -6,46 +6,84 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
 )
 
 // Apply implements Fault.
 func (f *Loss) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
-	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, nil, uint32(f.Percent))
+	return applyNetdevDrop(ctx, t, op, f.NIC, f.Direction, false, uint32(f.Percent))
 }
 
-// applyNetdevDrop adds the in/out chains that drop n/10000 of the packets matching
-// match on nic.
-func applyNetdevDrop(ctx context.Context, t Target, op *Op, nic string, dir Direction, match []expr.Any, n uint32) (Undo, error) {
+// applyNetdevDrop loses n/10000 of nic's frames (RoCEv2 ones only when roce):
+// inbound ones are dropped by an nftables ingress chain, outbound ones vanish
+// after they left the NIC (a tc BPF filter at clsact egress, see lostOnWire).
+func applyNetdevDrop(ctx context.Context, t Target, op *Op, nic string, dir Direction, roce bool, n uint32) (Undo, error) {
 	h, err := netlinkAt(t)
 	if err != nil {
 		return nil, err
 	}
+	defer h.Close()
 	l, err := linkIn(h, t, nic)
-	h.Close()
 	if err != nil {
 		return nil, err
 	}
+	u := &lossUndo{nftUndo: nftUndo{Target: t, Family: "netdev"}}
 	var chains []nftChain
 	if dir.In() {
-		rule := append(append([]expr.Any(nil), match...), randomBelow(2, n, drop()...)...)
-		chains = append(chains, nftChain{name: op.ID + "-in", hook: nftables.ChainHookIngress, device: nic,
-			rules: [][]expr.Any{rule}})
-	}
-	if dir.Out() {
-		if !Probe(ctx).NftEgress {
-			return nil, fmt.Errorf("%w: this kernel has no nftables egress hook (5.16+), so outbound loss cannot be applied; use direction in", ErrUnsupported)
+		var match []expr.Any
+		if roce {
+			match = matchL4(unix.IPPROTO_UDP, PortRange{roceV2Port, roceV2Port})
 		}
+		chains = append(chains, nftChain{name: op.ID + "-in", hook: nftables.ChainHookIngress, device: nic,
+			rules: [][]expr.Any{append(match, randomBelow(2, n, drop()...)...)}})
+		u.Chains = append(u.Chains, op.ID+"-in")
+	}
+	var prog *ebpf.Program
+	if dir.Out() {
 		mac := l.Attrs().HardwareAddr
 		if len(mac) != 6 {
 			return nil, invalid("%s on %s is not an Ethernet NIC; outbound loss needs one", nic, t)
 		}
-		rule := append(append([]expr.Any(nil), match...), randomBelow(2, n, lostOnWire(mac)...)...)
-		chains = append(chains, nftChain{name: op.ID + "-out", hook: nftables.ChainHookEgress, device: nic,
-			rules: [][]expr.Any{rule}})
+		w := lostOnWire{Below: uint64(n) << 32 / 10000, RoCE: roce}
+		copy(w.MAC[:], mac)
+		if prog, err = loadTCProg(w.program()); err != nil {
+			return nil, fmt.Errorf("outbound loss: %w", err)
+		}
+		defer prog.Close() // the filter holds its own reference
+		if u.Out, err = newTCFilters(h, t, l, clsactOut); err != nil {
+			return nil, err
+		}
 	}
-	return applyNft(ctx, t, op, "netdev", chains)
+	if err := op.Record(u); err != nil {
+		return nil, err
+	}
+	if len(chains) > 0 {
+		if err := nftAdd(t, nftables.TableFamilyNetdev, chains); err != nil {
+			return u, err
+		}
+	}
+	if u.Out != nil {
+		if err := u.Out.attach(h, l, prog); err != nil {
+			return u, err
+		}
+	}
+	return u, ctx.Err()
+}
+
+// Revert implements Undo.
+func (u *lossUndo) Revert(ctx context.Context) error {
+	if u.Out != nil {
+		if err := u.Out.Revert(ctx); err != nil {
+			return err
+		}
+	}
+	if len(u.Chains) == 0 {
+		return ctx.Err()
+	}
+	return u.nftUndo.Revert(ctx)
 }
 
 // applyNft journals then adds chains, and reads them back.

@@ -80,11 +80,11 @@ func (f *NICRate) Apply(ctx context.Context, t Target, op *Op) (Undo, error) {
 		}
 	}
 	if f.Direction.In() {
-		has, err := hasClsact(h, l)
+		own, err := ownsClsact(h, l)
 		if err != nil {
 			return u, err
 		}
-		u.Ingress, u.IFB, u.OwnClsact = true, ifbName(f.NIC), !has
+		u.Ingress, u.IFB, u.OwnClsact = true, ifbName(f.NIC), own
 		if err := op.Record(u); err != nil {
 			return u, err
 		}

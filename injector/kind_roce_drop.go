@@ -8,9 +8,10 @@ import (
 // response, is sent to it (the source port is a flow hash).
 const roceV2Port = 4791
 
-// RoCEDrop drops a share of the RoCEv2 packets (UDP destination port 4791) on a
-// NIC. It only reaches traffic that passes the kernel's stack (soft-RoCE, the
-// emulated transport of the netns labs); hardware RoCE bypasses netfilter.
+// RoCEDrop loses a share of the RoCEv2 packets (UDP destination port 4791) on a
+// NIC, as Loss does (nftables inbound, tc BPF outbound). It only reaches traffic
+// that passes the kernel's stack (soft-RoCE, the emulated transport of the netns
+// labs); hardware RoCE bypasses netfilter and tc.
 type RoCEDrop struct {
 	NIC       string    `json:"nic" param:"nic,required" doc:"NIC inside the node, e.g. rdma0"`
 	Percent   Percent   `json:"percent" param:"percent" doc:"share of RoCE packets dropped, 0.01% to 100%"`
@@ -23,7 +24,7 @@ var _ Fault = (*RoCEDrop)(nil)
 func RoCEDropKind() Kind {
 	return Kind{Name: "roce-drop", Summary: "drop a share of RoCEv2 packets (UDP 4791) on a NIC",
 		Needs: []Feature{NeedNftables},
-		New:   func() Fault { return &RoCEDrop{Percent: 10000, Direction: DirBoth} }, NewUndo: func() Undo { return &nftUndo{} }}
+		New:   func() Fault { return &RoCEDrop{Percent: 10000, Direction: DirBoth} }, NewUndo: func() Undo { return &lossUndo{} }}
 }
 
 // Kind implements Fault.
@@ -44,6 +45,8 @@ func (f *RoCEDrop) Validate() error {
 }
 
 func (f *RoCEDrop) nics() []string { return []string{f.NIC} }
+
+func (f *RoCEDrop) claims() []string { return netdevClaims(f.NIC, f.Direction) }
 
 // Command implements Fault.
 func (f *RoCEDrop) Command(t Target) []string {

@@ -40,12 +40,12 @@ func applyWire(ctx context.Context, t Target, op *Op, nic string, delay, jitter 
 	if err != nil {
 		return nil, err
 	}
-	has, err := hasClsact(h, l)
+	own, err := ownsClsact(h, l)
 	if err != nil {
 		return nil, err
 	}
 	idx := l.Attrs().Index
-	u := &wireUndo{Target: t, NIC: nic, Index: idx, Veth: wireVeth(op.ID, "a"), OwnClsact: !has, FaultID: op.ID}
+	u := &wireUndo{Target: t, NIC: nic, Index: idx, Veth: wireVeth(op.ID, "a"), OwnClsact: own, FaultID: op.ID}
 	if err := op.Record(&delayUndo{Wire: u}); err != nil {
 		return nil, err
 	}
@@ -62,11 +62,8 @@ func applyWire(ctx context.Context, t Target, op *Op, nic string, delay, jitter 
 			return u, fmt.Errorf("set %s up: %w", name, err)
 		}
 	}
-	if !has {
-		q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
-		if err := h.QdiscAdd(q); err != nil {
-			return u, fmt.Errorf("add clsact on %s: %w", nic, err)
-		}
+	if err := ensureClsact(h, l); err != nil {
+		return u, err
 	}
 	cfg, _ := json.Marshal(wireConfig{Target: t, NIC: nic, Index: idx, In: ends[0].Attrs().Index, Out: ends[1].Attrs().Index,
 		Delay: delay, Jitter: jitter, Deadline: op.Deadline.UnixNano()})
@@ -123,7 +120,7 @@ func (u *wireUndo) Revert(ctx context.Context) error {
 	if err := stopProcs(ctx, u.FaultID, u.Target.BootID, recorded, unix.SIGTERM, 2*time.Second); err != nil {
 		return err
 	}
-	filters := &corruptUndo{Target: u.Target, NIC: u.NIC, Index: u.Index, Parents: []uint32{clsactOut}, OwnClsact: u.OwnClsact}
+	filters := &tcFilterUndo{Target: u.Target, NIC: u.NIC, Index: u.Index, Parents: []uint32{clsactOut}, OwnClsact: u.OwnClsact}
 	if err := filters.Revert(ctx); err != nil {
 		return err
 	}

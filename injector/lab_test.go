@@ -69,12 +69,15 @@ func baseTbf(nic testlab.NIC, idx int) netlink.Qdisc {
 	return q
 }
 
-// newLab builds a sandbox with the given nodes; rdma0 gets the given MTU.
+// newLab builds a sandbox with the given nodes; rdma0 gets the given MTU. Each
+// node's namespace is owned by a user namespace of its own, as labs/netns makes
+// them: the kernel refuses some things there even to host root (nftables
+// payload writes), and every kind must work anyway.
 func newLab(t testing.TB, mtu int, nodes ...string) *testLab {
 	t.Helper()
 	needRoot(t)
 	l := &testLab{etc: t.TempDir(), mtu: mtu, Lab: testlab.New(t, testlab.Spec{
-		Nodes: nodes, Fabric: true, Shape: baseTbf,
+		Nodes: nodes, Fabric: true, Shape: baseTbf, Confined: true,
 		NICs: []testlab.NIC{{Name: "eth0", Net: 0, MTU: 1500}, {Name: "rdma0", Net: 1, MTU: mtu}},
 	})}
 	// Runs before testlab's own cleanup, which checks that nothing is left.

@@ -37,12 +37,9 @@ func Mechanism(kind string, f Features) string {
 		}
 		return "userspace wire (AF_PACKET with PACKET_VNET_HDR via a veth pair, tc BPF redirect at clsact egress; no sch_netem here)"
 	case "loss":
-		if f.NftEgress {
-			return nft("netdev ingress/egress hooks, numgen random")
-		}
-		return nft("netdev ingress hook, numgen random (no egress hook: direction in only)")
+		return lossMechanism(nft("netdev ingress hook, numgen random"), "every frame")
 	case "roce-drop":
-		return nft("netdev hook on UDP 4791")
+		return lossMechanism(nft("netdev ingress hook on UDP 4791"), "UDP 4791")
 	case "port-block":
 		return nft("inet input/output chains")
 	case "nic-rate":
@@ -70,4 +67,15 @@ func Mechanism(kind string, f Features) string {
 		return "setpci on the GPU's upstream port (hardware; operator opt-in)"
 	}
 	return ""
+}
+
+// lossMechanism says how loss and roce-drop work in each direction: inbound,
+// the nftables drop in; outbound, a tc BPF program that readdresses a share of
+// the frames the NIC sends to its own MAC, so they leave and are discarded.
+func lossMechanism(in, frames string) string {
+	out := "tc BPF at clsact egress (" + frames + ": destination MAC set to the NIC's own, bpf_skb_store_bytes)"
+	if err := TCBPF(); err != nil {
+		out = "none here: tc BPF refused (" + err.Error() + ")"
+	}
+	return "in: " + in + "; out: " + out
 }

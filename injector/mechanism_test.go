@@ -10,7 +10,7 @@ import (
 // lacks shows as "none here" rather than a mechanism it does not have.
 func TestMechanism(t *testing.T) {
 	bare := Features{}
-	full := Features{TBF: true, Netem: true, Mirred: true, Nftables: true, NftEgress: true, Cgroup: "v2"}
+	full := Features{TBF: true, Netem: true, Mirred: true, Nftables: true, Cgroup: "v2"}
 	for _, k := range Builtin() {
 		if m := Mechanism(k.Name, full); m == "" || strings.HasPrefix(m, "none here") && k.Name != "corrupt" {
 			t.Errorf("%s on a full host: %q", k.Name, m)

@@ -262,22 +262,6 @@ func matchIfname(in bool, name string) []expr.Any {
 	return []expr.Any{&expr.Meta{Key: key, Register: 1}, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: b}}
 }
 
-// lostOnWire makes an outgoing frame vanish after it left the NIC, as on a lossy
-// cable: its destination MAC becomes the sender's own, which the receiver (or
-// the switch, which never sends a frame back out of its ingress port) discards.
-// A plain drop in the egress hook would be reported to the sending socket as
-// ENOBUFS, and ping or TCP would just resend the packet without ever seeing loss.
-func lostOnWire(mac []byte) []expr.Any {
-	return []expr.Any{
-		// The Ethernet check lets nft print the rewrite as "ether daddr set".
-		&expr.Meta{Key: expr.MetaKeyIIFTYPE, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint16(unix.ARPHRD_ETHER)},
-		&expr.Counter{},
-		&expr.Immediate{Register: 1, Data: append([]byte(nil), mac...)},
-		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 0, Len: 6},
-	}
-}
-
 func drop() []expr.Any {
 	return []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}
 }

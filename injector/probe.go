@@ -22,8 +22,6 @@ type Features struct {
 	IFB       bool `json:"ifb"`
 	Mirred    bool `json:"mirred"` // clsact + u32 + mirred redirect (ingress shaping)
 	Nftables  bool `json:"nftables"`
-	// NftEgress is the netdev egress hook (kernel 5.16+), used for outbound loss.
-	NftEgress bool `json:"nft_egress"`
 	// Cgroup is "v1", "v2", "hybrid" (v1 controllers plus an empty v2 mount) or "".
 	Cgroup string `json:"cgroup"`
 	// Tools maps tool names (iperf3, unshare, nsenter, ip, mount) to their paths.

@@ -86,7 +86,6 @@ func probe(ctx context.Context) Features {
 		f.Notes[string(NeedNftables)] = err.Error()
 	} else {
 		f.Nftables = true
-		f.NftEgress = probeNftEgress(ns) == nil
 	}
 	f.NftBridge = probeNftBridge(ns) == nil
 	_ = ctx
@@ -106,17 +105,6 @@ func probeNft(ns netns.NsHandle) error {
 		return fmt.Errorf("nftables netdev ingress with numgen: %w", err)
 	}
 	return nil
-}
-
-func probeNftEgress(ns netns.NsHandle) error {
-	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
-	if err != nil {
-		return err
-	}
-	t := c.AddTable(&nftables.Table{Name: "commlab-probe", Family: nftables.TableFamilyNetdev})
-	c.AddChain(&nftables.Chain{Name: "out", Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookEgress, Priority: nftables.ChainPriorityFilter, Device: "cl-p0"})
-	return c.Flush()
 }
 
 // probeNftBridge tries a bridge-family table, as labs/netns puts in each fabric.

@@ -45,7 +45,7 @@ func TestProbe(t *testing.T) {
 		got bool
 	}{
 		{"CONFIG_NET_SCH_TBF", f.TBF}, {"CONFIG_NET_SCH_HTB", f.HTB}, {"CONFIG_NET_SCH_NETEM", f.Netem},
-		{"CONFIG_IFB", f.IFB}, {"CONFIG_NF_TABLES_NETDEV", f.Nftables}, {"CONFIG_NETFILTER_EGRESS", f.NftEgress},
+		{"CONFIG_IFB", f.IFB}, {"CONFIG_NF_TABLES_NETDEV", f.Nftables},
 		{"CONFIG_VETH", f.Veth}, {"CONFIG_BRIDGE", f.Bridge}, {"CONFIG_NF_TABLES_BRIDGE", f.NftBridge},
 	} {
 		switch kernelConfig(t, c.opt) {

@@ -3,9 +3,11 @@
 package injector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -87,13 +89,8 @@ func addIngressRedirect(h *netlink.Handle, idx, ifbIdx int) error {
 	if err != nil {
 		return err
 	}
-	if ok, err := hasClsact(h, l); err != nil {
+	if err := ensureClsact(h, l); err != nil {
 		return err
-	} else if !ok {
-		q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
-		if err := h.QdiscAdd(q); err != nil {
-			return fmt.Errorf("add clsact on %s: %w", l.Attrs().Name, err)
-		}
 	}
 	if err := h.FilterAdd(ingressRedirect(idx, ifbIdx)); err != nil {
 		return fmt.Errorf("add ingress redirect filter on %s: %w", l.Attrs().Name, err)
@@ -125,24 +122,150 @@ func delIngressRedirect(h *netlink.Handle, idx int, ownClsact bool) error {
 	if err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("list ingress filters on %s: %w", l.Attrs().Name, err)
 	}
-	others := 0
 	for _, f := range fs {
 		if f.Attrs().Priority != ownPrio {
-			others++
 			continue
 		}
 		if err := h.FilterDel(f); err != nil && !isGone(err) {
 			return fmt.Errorf("delete ingress filter on %s: %w", l.Attrs().Name, err)
 		}
 	}
-	if !ownClsact || others > 0 {
+	return releaseClsact(h, l, ownClsact)
+}
+
+// ownsClsact reports whether a fault about to add a filter on l may remove
+// clsact once its filters are gone: l has none yet, or one that carries only
+// commlab's filters (another fault's, which added it: the last one out removes
+// it, whichever order they are reverted in).
+func ownsClsact(h *netlink.Handle, l netlink.Link) (bool, error) {
+	has, err := hasClsact(h, l)
+	if err != nil || !has {
+		return !has, err
+	}
+	n := 0
+	for _, p := range []uint32{clsactIn, clsactOut} {
+		fs, err := h.FilterList(l, p)
+		if err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
+			return false, fmt.Errorf("list filters on %s: %w", l.Attrs().Name, err)
+		}
+		for _, f := range fs {
+			if f.Attrs().Priority != ownPrio {
+				return false, nil
+			}
+			n++
+		}
+	}
+	return n > 0, nil
+}
+
+// ensureClsact adds the clsact qdisc on l unless it is there.
+func ensureClsact(h *netlink.Handle, l netlink.Link) error {
+	if has, err := hasClsact(h, l); err != nil || has {
+		return err
+	}
+	q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
+	if err := h.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("add clsact on %s: %w", l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// releaseClsact deletes the clsact qdisc on l when the fault owns it (see
+// ownsClsact) and no filter is left on either side.
+func releaseClsact(h *netlink.Handle, l netlink.Link, own bool) error {
+	if !own {
 		return nil
 	}
-	q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
+	for _, p := range []uint32{clsactIn, clsactOut} {
+		if fs, _ := h.FilterList(l, p); len(fs) > 0 {
+			return nil
+		}
+	}
+	q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_CLSACT, Handle: clsactHdl}}
 	if err := h.QdiscDel(q); err != nil && !isGone(err) && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("delete clsact on %s: %w", l.Attrs().Name, err)
 	}
 	return nil
+}
+
+// newTCFilters prepares the undo of commlab's BPF filters at parents (clsactIn,
+// clsactOut) on l, to be journaled before attach adds anything.
+func newTCFilters(h *netlink.Handle, t Target, l netlink.Link, parents ...uint32) (*tcFilterUndo, error) {
+	own, err := ownsClsact(h, l)
+	if err != nil {
+		return nil, err
+	}
+	return &tcFilterUndo{Target: t, NIC: l.Attrs().Name, Index: l.Attrs().Index, Parents: parents, OwnClsact: own}, nil
+}
+
+// attach adds clsact if missing, then prog as commlab's filter (direct
+// action, priority c1) at each of u's parents, and reads them back.
+func (u *tcFilterUndo) attach(h *netlink.Handle, l netlink.Link, prog *ebpf.Program) error {
+	if err := ensureClsact(h, l); err != nil {
+		return err
+	}
+	for _, p := range u.Parents {
+		flt := &netlink.BpfFilter{
+			FilterAttrs: netlink.FilterAttrs{LinkIndex: u.Index, Parent: p, Handle: 1, Priority: ownPrio, Protocol: unix.ETH_P_ALL},
+			Fd:          prog.FD(), Name: tcProgName, DirectAction: true,
+		}
+		if err := h.FilterAdd(flt); err != nil {
+			return fmt.Errorf("add %s bpf filter on %s: %w", clsactSide(p), u.NIC, err)
+		}
+		n, err := ownFilters(h, l, p)
+		if err != nil {
+			return err
+		}
+		if len(n) != 1 {
+			return fmt.Errorf("read back %s filters on %s: %d of commlab's, want 1", clsactSide(p), u.NIC, len(n))
+		}
+		if _, ok := n[0].(*netlink.BpfFilter); !ok {
+			return fmt.Errorf("read back %s filter on %s: %s, not bpf", clsactSide(p), u.NIC, n[0].Type())
+		}
+	}
+	return nil
+}
+
+// Revert implements Undo.
+func (u *tcFilterUndo) Revert(ctx context.Context) error {
+	h, err := netlinkAt(u.Target)
+	if isGone(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByIndex(u.Index)
+	if isGone(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find link %d (%s): %w", u.Index, u.NIC, err)
+	}
+	for _, p := range u.Parents {
+		own, err := ownFilters(h, l, p)
+		if err != nil {
+			return err
+		}
+		for _, f := range own {
+			if err := h.FilterDel(f); err != nil && !isGone(err) {
+				return fmt.Errorf("delete %s filter on %s: %w", clsactSide(p), u.NIC, err)
+			}
+		}
+	}
+	if err := releaseClsact(h, l, u.OwnClsact); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// clsactSide names a clsact parent as tc does.
+func clsactSide(parent uint32) string {
+	if parent == clsactIn {
+		return "ingress"
+	}
+	return "egress"
 }
 
 // readPriorRoot reads what a fault's root qdisc will replace on l; it refuses a

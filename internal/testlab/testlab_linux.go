@@ -44,6 +44,9 @@ type Spec struct {
 	// Shape, if set, gives the root qdisc for each end of a NIC's veth (link
 	// index idx, in the node or in the fabric); nil leaves the kernel's default.
 	Shape func(nic NIC, idx int) netlink.Qdisc
+	// Confined gives each node's namespace a user namespace of its own
+	// (hostns.CreateConfined), as labs/netns does.
+	Confined bool
 }
 
 // Lab is a built lab.
@@ -136,8 +139,12 @@ type nsHandle struct {
 
 func (n nsHandle) close() { n.h.Close(); n.ns.Close() }
 
-func create(name string) (nsHandle, error) {
-	h, ns, err := hostns.Create(name)
+func create(name string, confined bool) (nsHandle, error) {
+	mk := hostns.Create
+	if confined {
+		mk = hostns.CreateConfined
+	}
+	h, ns, err := mk(name)
 	return nsHandle{h, ns}, err
 }
 
@@ -146,7 +153,7 @@ func create(name string) (nsHandle, error) {
 func (l *Lab) build(spec Spec) error {
 	nodes := make([]nsHandle, len(l.Nodes))
 	for i, n := range l.Nodes {
-		nh, err := create(l.NetNS(n))
+		nh, err := create(l.NetNS(n), spec.Confined)
 		if err != nil {
 			return err
 		}
@@ -159,7 +166,7 @@ func (l *Lab) build(spec Spec) error {
 	var fab nsHandle
 	if spec.Fabric {
 		var err error
-		if fab, err = create(l.FabricNetNS()); err != nil {
+		if fab, err = create(l.FabricNetNS(), false); err != nil {
 			return err
 		}
 		defer fab.close()

@@ -113,8 +113,8 @@ func TestLabCh17RailDegraded(t *testing.T) {
 			// The successor receives the resent packets: its NIC on the rail stands out in
 			// rx, but the one that sends them is the one that loses them.
 			WrongAt: []Loc{{"node": next, "nic": nic}, {"node": node, "nic": OtherRail[nic]}},
-			BadFix:  func() { lr.Run(next, "nft flush ruleset") },
-			Fix:     func() { lr.Run(node, "nft flush ruleset") },
+			BadFix:  func() { lr.Run(next, "tc qdisc del dev "+nic+" clsact") },
+			Fix:     func() { lr.Run(node, "tc qdisc del dev "+nic+" clsact") },
 		}
 	})
 }

@@ -34,6 +34,10 @@ func TestLabRailThrottled(t *testing.T) {
 // TestLabs runs the namespace scenarios whose story is one command with a scripted
 // learner: the evidence command in a real shell (polled until it shows the fault), an
 // unrelated command, then the four checks of Judge.
+// roceDropFix removes roce-drop in each direction: an nftables ingress chain, or
+// the tc BPF filter at clsact egress.
+var roceDropFix = map[string]string{"in": "nft flush ruleset", "out": "tc qdisc del dev rdma0 clsact"}
+
 func TestLabs(t *testing.T) {
 	t.Parallel()
 	other := func(n string, all ...string) string { return Others(n, all...)[0] }
@@ -71,9 +75,9 @@ func TestLabs(t *testing.T) {
 				return Loc{"node": other(v["node"], "node1", "node2"), "nic": "rdma0"}
 			},
 			badFix: func(v map[string]string) (string, string) {
-				return other(v["node"], "node1", "node2"), "nft flush ruleset"
+				return other(v["node"], "node1", "node2"), roceDropFix[v["direction"]]
 			},
-			fix: func(v map[string]string) (string, string) { return v["node"], "nft flush ruleset" },
+			fix: func(v map[string]string) (string, string) { return v["node"], roceDropFix[v["direction"]] },
 		},
 		{
 			id: "ch17-straggler-cpu", seed: 17,

@@ -123,12 +123,13 @@ func build(ctx context.Context, log *slog.Logger, st *State, plan *topology.Plan
 	return nil
 }
 
-// buildNode creates node number n's namespace and wires each NIC to its
-// switch: a veth created inside the node with its peer created directly in
-// the fabric (never in the host namespace, which would give the node a
-// netnsid pointing at the host), shaped on both ends.
+// buildNode creates node number n's namespace, owned by a user namespace of its
+// own (hostns.CreateConfined: learners' capabilities count in their node only),
+// and wires each NIC to its switch: a veth created inside the node with its
+// peer created directly in the fabric (never in the host namespace, which would
+// give the node a netnsid pointing at the host), shaped on both ends.
 func buildNode(fab *netlink.Handle, fabNS vnetns.NsHandle, bridges map[string]int, n int, nsName string, node topology.NodePlan, intra *topology.IntraNode) error {
-	h, ns, err := hostns.Create(nsName)
+	h, ns, err := hostns.CreateConfined(nsName)
 	if err != nil {
 		return err
 	}

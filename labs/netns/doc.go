@@ -6,7 +6,9 @@
 // A [Sandbox] with id <id> (1-12 of [a-z0-9]) and a validated topology becomes:
 //
 //   - a namespace cl-<id>-<node> per node, holding the node's NICs under their
-//     real-looking names (eth0, rdma0, ib0...), its loopback, and nothing else;
+//     real-looking names (eth0, rdma0, ib0...), its loopback, and nothing else,
+//     owned by a user namespace of the node's own (every id mapped to itself;
+//     hostns.CreateConfined), in which the learner's programs on that node run;
 //   - a namespace cl-<id>-fab holding one bridge per switch (br-<switch>) and
 //     the fabric end of every NIC (p<n>-<nic> for node number n), plus the
 //     sandbox's nftables table cl-<id> (bridge family, forward chain) for
@@ -46,14 +48,18 @@
 //
 // Learner shells run bash --login as the sandbox's uid with ambient
 // CAP_NET_ADMIN and CAP_NET_RAW only (the bounding set holds nothing else;
-// no_new_privs), in the node's cgroup, in a new PID namespace (so kernel
+// no_new_privs), held in the node's user namespace: they count in the node's
+// network namespace and nowhere else, so netlink requests for another namespace
+// by its id (IFLA_TARGET_NETNSID: the fabric's is the node's veths'
+// link-netnsid) are refused (EACCES, EPERM); in the node's cgroup, in a new
+// PID namespace (so kernel
 // lookups by pid, e.g. `ip link set X netns 1`, cannot reach the host) and a
 // private mount namespace where /sys is the node's, /home, /tmp and /var/tmp
 // are the sandbox's, /dev/shm and /run/lock are private (nothing the learner
 // writes outlives the sandbox), and /run/netns, /run/commlab and the data
 // directory are hidden. Each sandbox has its own learner uid, so learners
 // cannot signal or ptrace each other's processes. Exec'd workloads run as
-// root in the node's namespaces and cgroup; if commlab dies they keep running
+// root (of commlab's user namespace) in the node's namespaces and cgroup; if commlab dies they keep running
 // until Sweep kills them through the cgroup.
 //
 // # Teardown

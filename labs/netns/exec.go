@@ -91,10 +91,6 @@ type spawnSpec struct {
 	leaf     string        // the leaf of group the process runs in: clhost.ShellLeaf or WorkloadLeaf
 }
 
-// learnerCaps are the capabilities a learner shell keeps (ambient, and the
-// whole bounding set): enough for tc, ip and ping in its own node.
-var learnerCaps = []uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW}
-
 // spawn starts c (through start, which calls c.Start or a pty variant) on a
 // throw-away OS thread that first enters the node: mount namespace, network
 // namespace, UTS namespace, learner restrictions, cgroup. Nothing of this
@@ -136,7 +132,17 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 		defer pl.Close()
 		if sp.learner {
 			// The learner init (learnerinit.go) confines the program once it has
-			// mounted the new PID namespace's /proc, which needs CAP_SYS_ADMIN.
+			// mounted the new PID namespace's /proc, which needs CAP_SYS_ADMIN, and
+			// gets the node's user namespace as its file 3.
+			if len(c.ExtraFiles) > 0 {
+				return errors.New("a learner's program takes no extra files")
+			}
+			userNS, err := nodeUserNS(sp.netns)
+			if err != nil {
+				return err
+			}
+			defer userNS.Close()
+			c.ExtraFiles = []*os.File{userNS}
 			if err := learnerMounts(sp); err != nil {
 				return err
 			}
@@ -150,6 +156,26 @@ func spawn(c *exec.Cmd, sp spawnSpec, start func() error) error {
 		}
 		return nil
 	})
+}
+
+// nodeUserNS opens the user namespace that owns the node's network namespace at
+// path. It refuses commlab's own (a node built by a commlab before nodes had one):
+// a learner's capabilities would count in every namespace of the host.
+func nodeUserNS(path string) (*os.File, error) {
+	f, err := hostns.OwnerUserNS(path)
+	if err != nil {
+		return nil, err
+	}
+	var own, node unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/user", &own); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat own user namespace: %w", err)
+	}
+	if err := unix.Fstat(int(f.Fd()), &node); err != nil || node.Dev == own.Dev && node.Ino == own.Ino {
+		f.Close()
+		return nil, fmt.Errorf("namespace %s has no user namespace of its own (built by an older commlab): take the lab down and up again", path)
+	}
+	return f, nil
 }
 
 func setnsPath(path string, kind int) error {
@@ -289,18 +315,49 @@ func unescapeMountPath(s string) string {
 
 // asLearnerInit rewrites c, built for the learner's program, to start through the
 // learner init (learnerinit.go): this binary as PID 1 of a new PID and IPC namespace,
-// which runs the program as uid with learnerCaps. With setctty, c's stdin is a
-// terminal that becomes the program's controlling terminal.
+// which runs the program as uid with learnerCaps in the node's user namespace. With
+// setctty, c's stdin is a terminal that becomes the program's controlling terminal.
 func asLearnerInit(c *exec.Cmd, uid uint32, setctty bool) error {
-	spec, err := json.Marshal(learnerInitSpec{UID: uid, Dir: c.Dir, Setctty: setctty})
+	li, err := NewLearnerInit(learnerInitArgv0, uid, c.Dir, setctty, append([]string{c.Path}, c.Args[1:]...))
 	if err != nil {
 		return err
 	}
-	c.Args = append([]string{learnerInitArgv0, c.Path}, c.Args[1:]...)
-	c.Path = "/proc/self/exe"
-	c.Env = append(slices.Clip(c.Env), learnerInitEnv+"="+string(spec))
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC}
+	c.Path, c.Args = "/proc/self/exe", li.Argv
+	c.Env = append(slices.Clip(c.Env), li.Env)
+	c.SysProcAttr = li.Attr
 	return nil
+}
+
+// LearnerInit starts a learner's program on a node through the learner init
+// (learnerinit.go), for a caller that enters the node's network namespace itself
+// (the Slurm agent, through `ip netns exec`). The first process of the new PID
+// and IPC namespaces that Attr makes must exec Argv, this commlab binary and its
+// arguments, without forking, in the node's network namespace and a private
+// mount namespace, with Env added to its environment and the user namespace that
+// owns the node's network namespace (hostns.CreateConfined, hostns.OwnerUserNS)
+// as its file 3.
+type LearnerInit struct {
+	Argv []string
+	Env  string
+	Attr *syscall.SysProcAttr
+}
+
+// NewLearnerInit is the learner init that runs argv in dir as uid (with setctty,
+// its stdin is a terminal that becomes argv's controlling terminal); exe is how
+// the init's command line names this binary.
+func NewLearnerInit(exe string, uid uint32, dir string, setctty bool, argv []string) (LearnerInit, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return LearnerInit{}, errors.New("learner init: empty command")
+	}
+	spec, err := json.Marshal(learnerInitSpec{UID: uid, Dir: dir, Setctty: setctty})
+	if err != nil {
+		return LearnerInit{}, err
+	}
+	return LearnerInit{
+		Argv: append([]string{exe}, argv...),
+		Env:  learnerInitEnv + "=" + string(spec),
+		Attr: &syscall.SysProcAttr{Setsid: true, Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC},
+	}, nil
 }
 
 // cgroupView is a node cgroup directory (an O_PATH descriptor) and where a learner sees it.
@@ -366,34 +423,6 @@ func sameKind(src, dst string) bool {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
-}
-
-// restrictThread sets no_new_privs (setuid binaries cannot raise privileges)
-// and cuts the capability bounding set to learnerCaps; both pass to children.
-func restrictThread() error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("set no_new_privs: %w", err)
-	}
-	last := lastCap()
-	for c := uintptr(0); c <= last; c++ {
-		if slices.Contains(learnerCaps, c) {
-			continue
-		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
-		}
-	}
-	return nil
-}
-
-func lastCap() uintptr {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
-			return uintptr(n)
-		}
-	}
-	return unix.CAP_LAST_CAP
 }
 
 // hiddenFromLearners lists what a learner shell must not see.

@@ -21,8 +21,11 @@ import (
 const helperEnv = "COMMLAB_NETNS_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "up" {
+	switch os.Getenv(helperEnv) {
+	case "up":
 		os.Exit(helperUp())
+	case "nsid-attack":
+		os.Exit(helperNSIDAttack())
 	}
 	os.Exit(m.Run())
 }

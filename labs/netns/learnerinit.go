@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,8 +25,19 @@ import (
 // not supported on this OS"), since /proc/self names no process of the caller's
 // namespace. So a learner's program starts through learnerInit, this same binary
 // re-executed as PID 1 of the new namespaces: it mounts /proc (and /dev/mqueue for
-// the new IPC namespace), confines itself, starts the program as the learner and
-// stays as its init (reaping orphans) until the program exits.
+// the new IPC namespace), starts the program confined (learnerEntry) and stays as
+// its init (reaping orphans) until the program exits.
+//
+// The program's capabilities must count in its node only, so it runs in the user
+// namespace that owns the node's network namespace (hostns.CreateConfined), which
+// the init gets as its file 3. The init stays in the host's user namespace (its
+// mounts need that), and a multi-threaded Go process cannot enter a user namespace,
+// so the program is started through two single-threaded util-linux tools: nsenter
+// enters the user namespace (which grants every capability there, and a full bounding
+// set), then setpriv drops to the learner's uid with learnerCaps only (ambient, and
+// the whole bounding set), no supplementary groups and no_new_privs, and execs the
+// program. With uids mapped to themselves in that namespace, any other capability
+// left there would apply to the host's files: nothing but learnerCaps is kept.
 
 // learnerInitEnv marks a re-exec of this binary as a learner init; its value is the
 // JSON learnerInitSpec. The variable is not passed on to the learner's program.
@@ -69,20 +82,17 @@ func learnerInit(specJSON string, argv []string) int {
 			env = append(env, kv)
 		}
 	}
-	// The child is forked from this thread and inherits its bounding set and
-	// no_new_privs; the thread is never given back to the runtime.
-	runtime.LockOSThread()
-	if err := restrictThread(); err != nil {
+	// The user namespace is named to nsenter as this process's file, which the
+	// program must not inherit.
+	unix.CloseOnExec(learnerUserNSFile)
+	entry, err := learnerEntry(spec.UID, argv)
+	if err != nil {
 		return fail(err)
 	}
-	c := exec.Command(argv[0], argv[1:]...)
+	c := exec.Command(entry[0], entry[1:]...)
 	c.Env, c.Dir = env, spec.Dir
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	c.SysProcAttr = &syscall.SysProcAttr{
-		Setsid: true, Setctty: spec.Setctty, Ctty: 0,
-		Credential:  &syscall.Credential{Uid: spec.UID, Gid: spec.UID, Groups: []uint32{}},
-		AmbientCaps: learnerCaps,
-	}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: spec.Setctty, Ctty: 0}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT)
 	if err := c.Start(); err != nil {
@@ -94,6 +104,45 @@ func learnerInit(specJSON string, argv []string) int {
 		}
 	}()
 	return reapUntil(c.Process.Pid)
+}
+
+// learnerUserNSFile is the init's file that holds the node's user namespace (spawn
+// passes it as the first of the extra files).
+const learnerUserNSFile = 3
+
+// learnerCaps are the capabilities a learner's program keeps, in setpriv's form:
+// enough for ip, tc, nft, ping and tcpdump in its own node.
+const learnerCaps = "net_admin,net_raw"
+
+// learnerEntry is the command line that starts argv, from the learner init (PID 1),
+// in the node's user namespace as uid with learnerCaps only.
+func learnerEntry(uid uint32, argv []string) ([]string, error) {
+	var tools [2]string
+	for i, name := range []string{"nsenter", "setpriv"} {
+		p, err := systemTool(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s (util-linux) is needed to start a learner's program: %w", name, err)
+		}
+		tools[i] = p
+	}
+	id := strconv.FormatUint(uint64(uid), 10)
+	caps := "-all,+" + strings.ReplaceAll(learnerCaps, ",", ",+")
+	return append([]string{
+		tools[0], fmt.Sprintf("--user=/proc/1/fd/%d", learnerUserNSFile), "--preserve-credentials", "--",
+		tools[1], "--reuid=" + id, "--regid=" + id, "--clear-groups",
+		"--bounding-set=" + caps, "--inh-caps=" + caps, "--ambient-caps=" + caps, "--no-new-privs", "--",
+	}, argv...), nil
+}
+
+// systemTool finds the program name, which runs as root, in the node's system
+// directories (nodePath), whatever PATH the learner's program is given.
+func systemTool(name string) (string, error) {
+	for _, dir := range filepath.SplitList(strings.TrimPrefix(nodePath, "PATH=")) {
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("not found in %s", strings.TrimPrefix(nodePath, "PATH="))
 }
 
 // namespaceMounts mounts the procfs of this PID namespace over /proc and, where the

@@ -35,7 +35,8 @@ var ShellPath = "/bin/bash"
 //
 // The shell runs as the sandbox's learner uid with only CAP_NET_ADMIN and
 // CAP_NET_RAW (ambient, and nothing else in its bounding set; no_new_privs),
-// in the node's network namespace, in the node's cgroup (its shell leaf, above the
+// held in the node's user namespace (so they act on this node only), in the
+// node's network namespace, in the node's cgroup (its shell leaf, above the
 // lab's workload in CPU weight; the sandbox's pids limit contains a fork bomb), with the node's name as hostname (the prompt
 // reads learner@node1:~$), in a new PID namespace with its own /proc (a learner
 // lists only the lab's processes; kernel lookups by pid, such as `ip link set X

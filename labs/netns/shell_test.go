@@ -137,8 +137,13 @@ func TestLearnerShell(t *testing.T) {
 		if got := strings.TrimSpace(s.must("echo $PPID")); got != "1" {
 			t.Errorf("the shell's parent pid in its namespace = %q, want 1 (its init)", got)
 		}
-		if got := s.must("grep -E '^Cap(Eff|Bnd|Amb)' /proc/self/status"); strings.Count(got, "0000000000003000") != 3 {
-			t.Errorf("capabilities: want NET_ADMIN+NET_RAW (0x3000) effective, bounding and ambient:\n%s", got)
+		if got := s.must("grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status"); strings.Count(got, "0000000000003000") != 5 {
+			t.Errorf("capabilities: want NET_ADMIN+NET_RAW (0x3000) and nothing else in every set:\n%s", got)
+		}
+		// ... held in the node's user namespace, not the host's.
+		hostUserNS, _ := os.Readlink("/proc/self/ns/user")
+		if got := strings.TrimSpace(s.must("readlink /proc/self/ns/user")); got == hostUserNS || !strings.HasPrefix(got, "user:[") {
+			t.Errorf("the shell's user namespace is %q, the host's %q", got, hostUserNS)
 		}
 		if got := s.must("cat /proc/self/cgroup"); !strings.Contains(got, "/"+NodeCgroupPath(id, "node1")+"/"+clhost.ShellLeaf+"\n") {
 			t.Errorf("shell is not in the node's shell cgroup:\n%s", got)

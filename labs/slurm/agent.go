@@ -269,13 +269,14 @@ func slurmNode() string {
 	return h
 }
 
-// up makes the node's sandbox: a network namespace with loopback and the
-// node's NICs, each shaped at its rate by a tbf c1: as the local backend's
-// are. With lab NICs, each is a macvlan child (bridge mode) of one, created
-// in the namespace, so the lab's nodes on other Slurm nodes are reachable
-// over the site's fabric; two of them share one L2 network, so each answers
-// ARP for its own address only. Without, each is one end of a veth pair whose
-// other end (peer<i>) stays inside.
+// up makes the node's sandbox: a network namespace owned by a user namespace
+// of its own (createNodeNS) with loopback and the node's NICs, each shaped at
+// its rate by a tbf c1: as the local backend's are. With lab NICs, each is a
+// macvlan child (bridge mode) of one, created in the namespace, so the lab's
+// nodes on other Slurm nodes are reachable over the site's fabric; two of
+// them share one L2 network, so each answers ARP for its own address only.
+// Without, each is one end of a veth pair whose other end (peer<i>) stays
+// inside.
 func (a *Agent) up(ctx context.Context) error {
 	nics, err := a.nics()
 	if err != nil {
@@ -291,10 +292,10 @@ func (a *Agent) up(ctx context.Context) error {
 		return fmt.Errorf("build the node's sandbox: %w", err)
 	}
 	ns := a.netns()
-	steps := [][]string{
-		{"ip", "netns", "add", ns},
-		{"ip", "-n", ns, "link", "set", "lo", "up"},
+	if err := createNodeNS(ns); err != nil {
+		return fmt.Errorf("build the node's sandbox: %w", err)
 	}
+	steps := [][]string{{"ip", "-n", ns, "link", "set", "lo", "up"}}
 	if len(a.LabNICs) > 0 {
 		steps = append(steps, []string{"ip", "netns", "exec", ns, "sysctl", "-q", "-w",
 			"net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2"})

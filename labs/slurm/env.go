@@ -258,8 +258,9 @@ func (e *Env) Revert(ctx context.Context, node, id string) error {
 }
 
 // Shell implements session.Env: a bash on node, run by its agent as the
-// learner (uid LearnerUID, CAP_NET_ADMIN only) in the node's namespace, its
-// terminal streamed through the hub.
+// learner (uid LearnerUID, CAP_NET_ADMIN and CAP_NET_RAW in the node's own
+// user namespace, its own PID namespace) in the node's namespace, its terminal
+// streamed through the hub.
 func (e *Env) Shell(ctx context.Context, node, rc string) (session.PTY, error) {
 	c, err := e.hub.Stream(ctx, e.lab, node, Frame{Op: opShell, RC: rc, Rows: 32, Cols: 120})
 	if err != nil {

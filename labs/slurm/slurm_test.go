@@ -780,6 +780,80 @@ func TestEnvForceProfile(t *testing.T) {
 	}
 }
 
+// TestLearnerConfined: the learner's shell on node1 holds CAP_NET_ADMIN in its
+// node only (issue 18 item 6), in a user namespace that is not the Slurm
+// node's: moving links into the Slurm node's own namespace (netns 1) or into
+// node2's (through its namespace file, which the shell can open), or creating
+// a veth whose peer goes there, moves nothing, and node2's are refused.
+func TestLearnerConfined(t *testing.T) {
+	exe := requireSlurm(t)
+	e, _, _ := lab(t, exe)
+	// Veths the learner makes on node1 (this kernel may lack dummy links); one
+	// that reached this host's namespace (the hole) is removed.
+	p := "clp" + e.Job()
+	toHost, toNode2, peer := p+"h", p+"n", p+"r"
+	t.Cleanup(func() {
+		if exec.Command("ip", "link", "show", "dev", toHost).Run() == nil {
+			_ = exec.Command("ip", "link", "del", "dev", toHost).Run()
+		}
+	})
+	node2 := filepath.Join(host.NetNSDir, host.SlurmNetNSName(e.Job(), "node2"))
+	attempts := []struct {
+		op, cmd string
+		refused bool // else it must leave the link where it is (netns 1 is the shell's own init)
+	}{
+		{"to-host", "ip link set dev " + toHost + " netns 1", false},
+		{"eth0-to-host", "ip link set dev eth0 netns 1", false},
+		{"to-node2", "ip link set dev " + toNode2 + " netns " + node2, true},
+		{"peer-in-node2", "ip link add " + p + "q type veth peer " + peer + " netns " + node2, true},
+	}
+	line := fmt.Sprintf(`echo "userns=$(readlink /proc/self/ns/user)"; ip link add %[1]s type veth peer %[1]sp && ip link add %[2]s type veth peer %[2]sp; `,
+		toHost, toNode2)
+	for _, a := range attempts {
+		line += a.cmd + "; echo " + a.op + "=$?; "
+	}
+	// "EN""D" shows as END in the output only, not in the echoed command line.
+	got := shellSays(t, e, "node1", line+`echo "EN""D"`, "END")
+	t.Logf("node1's learner shell:\n%s", got)
+	if !strings.Contains(got, "END") {
+		t.Fatal("node1's learner shell did not finish")
+	}
+	hostUserNS, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "userns=user:[") || strings.Contains(got, "userns="+hostUserNS) {
+		t.Errorf("the learner shell's user namespace is not its node's own (the host's is %s)", hostUserNS)
+	}
+	for _, a := range attempts {
+		if a.refused && (strings.Contains(got, "\n"+a.op+"=0") || !strings.Contains(got, "\n"+a.op+"=")) {
+			t.Errorf("%s (%s) was not refused", a.op, a.cmd)
+		}
+	}
+	names := func(links string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(links, "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				name, _, _ := strings.Cut(f[0], "@")
+				m[name] = true
+			}
+		}
+		return m
+	}
+	node1 := run(t, e, "node1", "ip", "-br", "link")
+	for _, l := range []string{toHost, toNode2, "eth0"} {
+		if !names(node1)[l] {
+			t.Errorf("%s left node1:\n%s", l, node1)
+		}
+	}
+	if out := run(t, e, "node2", "ip", "-br", "link"); names(out)[toNode2] || names(out)[peer] {
+		t.Errorf("the learner on node1 put a link into node2:\n%s", out)
+	}
+	if out, err := exec.Command("ip", "-br", "link", "show", "dev", toHost).CombinedOutput(); err == nil {
+		t.Errorf("the learner on node1 moved %s into the Slurm node's own namespace:\n%s", toHost, out)
+	}
+}
+
 // shellSays opens a learner shell on node, types line and returns what the
 // terminal showed until want appeared (or 30 s passed).
 func shellSays(t *testing.T, e *Env, node, line, want string) string {

@@ -107,8 +107,9 @@ func (c *Conn) Exit() (int, error) {
 }
 
 // LearnerUID is the uid (and gid) of the learner's shells and ranks on a
-// node: nobody. A shell keeps CAP_NET_ADMIN, which acts only inside its lab's
-// namespace, as the local sandbox's learner does.
+// node: nobody. A shell keeps CAP_NET_ADMIN and CAP_NET_RAW, held in the user
+// namespace that owns the node's network namespace (createNodeNS), so they act
+// in that node only, as the local sandbox's learner's do.
 const LearnerUID = 65534
 
 // proc is a stream's process on the node.
@@ -154,15 +155,9 @@ func (a *Agent) startStream(ctx context.Context, req Frame) (int, error) {
 	return p.cmd.Process.Pid, nil
 }
 
-// learner is argv run as the learner in the node's namespace; caps are the
-// ambient capabilities it keeps (setpriv's "+net_admin" form), if any.
-func (a *Agent) learner(caps string, argv ...string) *exec.Cmd {
-	uid := strconv.Itoa(LearnerUID)
-	args := []string{"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"}
-	if caps != "" {
-		args = append(args, "--inh-caps="+caps, "--ambient-caps="+caps)
-	}
-	cmd := a.inNode(context.Background(), append(args, argv...)...)
+// asLearner gives cmd, a command in the node's sandbox, the environment and
+// directory the learner's programs start with.
+func (a *Agent) asLearner(cmd *exec.Cmd) *exec.Cmd {
 	home := a.home()
 	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + commlabDir() // commlab bench
 	cmd.Env = []string{"HOME=" + home, "USER=learner", "LOGNAME=learner", "PATH=" + path,
@@ -211,20 +206,42 @@ func (a *Agent) shell(req Frame) (*proc, error) {
 	if err := os.WriteFile(rc, []byte(labs.ShellRC(labs.OnPath(commlabDir())+req.RC)), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := a.learner("+net_admin", "bash", "--rcfile", rc, "-i")
+	cmd, userNS, err := a.learnerInit(true, "bash", "--rcfile", rc, "-i")
+	if err != nil {
+		return nil, fmt.Errorf("start the shell: %w", err)
+	}
+	defer userNS.Close()
 	rows, cols := req.Rows, req.Cols
 	if rows == 0 || cols == 0 {
 		rows, cols = 24, 80
 	}
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols}) // its own session
+	ptmx, tty, err := pty.Open()
 	if err != nil {
+		return nil, fmt.Errorf("open pty: %w", err)
+	}
+	defer tty.Close()
+	// Programs that reopen their terminal by name (less, ssh) need to own it.
+	if err := os.Chown(tty.Name(), LearnerUID, LearnerUID); err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("chown %s: %w", tty.Name(), err)
+	}
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: rows, Cols: cols}); err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("size pty: %w", err)
+	}
+	// The learner init makes the terminal the shell's controlling terminal.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if err := cmd.Start(); err != nil {
+		ptmx.Close()
 		return nil, fmt.Errorf("start the shell: %w", err)
 	}
-	return &proc{cmd: cmd, out: f, in: f, tty: f}, nil
+	return &proc{cmd: cmd, out: ptmx, in: ptmx, tty: ptmx}, nil
 }
 
 // rank starts one rank of the workload (commlab bench rank, which reads its
-// part from req.Env) as the learner in the node's namespace.
+// part from req.Env) as the learner in the node's namespace, without any
+// capability: it acts on no namespace, so it needs no learner init, whose file
+// 3 would take the place of the rank's (rank 0's unique id).
 func (a *Agent) rank(req Frame) (*proc, error) {
 	if err := a.makeHome(); err != nil {
 		return nil, fmt.Errorf("learner home: %w", err)
@@ -233,7 +250,8 @@ func (a *Agent) rank(req Frame) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := a.learner("", exe, "bench", "rank")
+	uid := strconv.Itoa(LearnerUID)
+	cmd := a.asLearner(a.inNode(context.Background(), "setpriv", "--reuid="+uid, "--regid="+uid, "--clear-groups", exe, "bench", "rank"))
 	// The job's environment, then what env-force hides on this node, as the
 	// local backend's ranks get them.
 	forced, err := injector.EnvFor(a.target())

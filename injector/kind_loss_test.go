@@ -32,6 +32,7 @@ func (l *testLab) pingLoss(t *testing.T, node, to string, count int) float64 {
 // loss in ping, not as a local send error: the lost frames still leave the NIC.
 func TestLossRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
+	l.pinNeighbours(t)
 	in := newInjector(t)
 	for _, tc := range []struct {
 		dir     string
@@ -61,6 +62,7 @@ func TestLossRoundTrip(t *testing.T) {
 // ingress and on the sender's egress (where the frames still leave the NIC).
 func TestRoCEDropRoundTrip(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
+	l.pinNeighbours(t)
 	in := newInjector(t)
 	for _, tc := range []struct {
 		dir, node string
@@ -106,6 +108,7 @@ func TestPortBlockRoundTrip(t *testing.T) {
 // refused as conflicts.
 func TestLossOutStacks(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
+	l.pinNeighbours(t)
 	in := newInjector(t)
 	ctx := ctxT(t)
 	base := l.snapshot(t, "n1")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -86,6 +87,30 @@ func newLab(t testing.TB, mtu int, nodes ...string) *testLab {
 		l.makeCgroup(t, n)
 	}
 	return l
+}
+
+var reLinkEther = regexp.MustCompile(`link/ether ([0-9a-f:]{17})`)
+
+// pinNeighbours gives every node a permanent neighbour entry for each other node's
+// NICs, for tests that count lost packets: a loss fault drops ARP too, and a lost
+// first request left a burst of datagrams or pings queued behind a 1 s retry (a
+// 1% loss run once lost all 20000 datagrams, a 20% ping run 41.5%). Not for tests
+// that need ARP (a NIC without carrier answers EHOSTUNREACH only through it).
+func (l *testLab) pinNeighbours(t testing.TB) {
+	t.Helper()
+	for _, nic := range []string{"eth0", "rdma0"} {
+		for _, a := range l.Nodes {
+			m := reLinkEther.FindStringSubmatch(l.Run(t, a, "ip", "-o", "link", "show", "dev", nic))
+			if m == nil {
+				t.Fatalf("%s %s: no Ethernet address", a, nic)
+			}
+			for _, b := range l.Nodes {
+				if b != a {
+					l.Run(t, b, "ip", "neigh", "replace", l.Addr(a, nic), "lladdr", m[1], "nud", "permanent", "dev", nic)
+				}
+			}
+		}
+	}
 }
 
 var cgControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}

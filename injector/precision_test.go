@@ -74,6 +74,7 @@ func binomialInterval(p float64, n int) (lo, hi float64) {
 // binomial interval of the asked fraction.
 func TestLossPrecision(t *testing.T) {
 	l := newLab(t, 1500, "n1", "n2")
+	l.pinNeighbours(t)
 	in := newInjector(t)
 	for _, pct := range []string{"1%", "10%"} {
 		sent, p, got, lo, hi := lossRun(t, l, in, pct, 20000)

@@ -121,20 +121,17 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool, cut tim
 		// One run can be unlucky on a busy host: a second chance before saying "not
 		// fixed", unless the first run is still nearer the faulted level than the bar
 		// (the fault is plainly still there), which keeps grading an unfixed lab short.
-		// A run another lab's chart run shared the host with (Turns.Graded) proves
-		// nothing: it gets another chance whatever it read, up to three runs in all.
 		bar := r.Bar(l.baseline, l.faulted)
 		var after float64
-		shared := false
-		for try := 0; try < 3 && after < bar && (try == 0 || shared || try == 1 && after > (l.faulted+bar)/2); try++ {
-			bw, wasShared, err := l.remeasure(ctx, bar/l.baseline, cut)
+		for try := 0; try < 2 && after < bar && (try == 0 || after > (l.faulted+bar)/2); try++ {
+			bw, err := l.remeasure(ctx, bar/l.baseline, cut)
 			if ctx.Err() != nil {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", context.Cause(ctx))
 			}
 			if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 				return grader.Result{}, fmt.Errorf("re-measure after the fix: %w", err)
 			}
-			after, shared = max(after, bw), wasShared
+			after = max(after, bw)
 		}
 		in.Remediation = &grader.Measurement{Baseline: l.baseline, Faulted: l.faulted, After: after}
 		if r.KeepMbit > 0 {
@@ -176,15 +173,15 @@ func (l *Lab) grade(ctx context.Context, d grader.Diagnosis, final bool, cut tim
 // was cut at 1× + 2 s on a host at load 40). An unfixed lab is still known as not
 // fixed within seconds of that, even when the fault hangs the workload (a blocked
 // bootstrap, RoCE retries) until its own timeout.
-func (l *Lab) remeasure(ctx context.Context, minRatio float64, cut time.Duration) (bw float64, shared bool, err error) {
+func (l *Lab) remeasure(ctx context.Context, minRatio float64, cut time.Duration) (float64, error) {
 	if cut <= 0 {
 		cut = l.cutAfter(minRatio)
 	}
-	bw, _, shared, err = l.measure(ctx, cut)
+	bw, _, err := l.measure(ctx, cut)
 	if errors.Is(err, errCut) {
-		return 0, shared, fmt.Errorf("%w (the healthy run took %s)", err, l.baselineTook.Round(100*time.Millisecond))
+		return 0, fmt.Errorf("%w (the healthy run took %s)", err, l.baselineTook.Round(100*time.Millisecond))
 	}
-	return bw, shared, err
+	return bw, err
 }
 
 // cutAfter is how long a run may take and still reach minRatio of the healthy

@@ -385,23 +385,7 @@ func (l *Lab) run() {
 	}
 	if s.Workload != nil {
 		l.setStep(3, baselineStep)
-		bw, took, shared, err := run(ctx, 0)
-		// A busy host only lowers the figure, and a low baseline lowers the bar a fix
-		// must reach: a baseline another lab's chart run shared the host with is taken
-		// again, at most twice, keeping the highest.
-		for try := 1; try < 3 && shared && err == nil; try++ {
-			again, againTook, againShared, againErr := run(ctx, 0)
-			if againErr != nil {
-				if ctx.Err() != nil {
-					err = againErr
-				}
-				break
-			}
-			if again > bw {
-				bw, took = again, againTook
-			}
-			shared = againShared
-		}
+		bw, took, err := run(ctx, 0)
 		l.baselineTook = took // the run's own time: a turn waited for is not the workload's
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -467,7 +451,7 @@ func (l *Lab) run() {
 			limit = l.slowerThanAFix(s.Remediation.MinRatio)
 			run = l.sample
 		}
-		bw, _, _, err := run(ctx, limit)
+		bw, _, err := run(ctx, limit)
 		if err != nil && !errors.Is(err, ErrWorkloadFailed) {
 			l.fail(fmt.Errorf("self-test: %w", err))
 			return

@@ -840,7 +840,7 @@ func TestMeasureAfterEnd(t *testing.T) {
 	l.Stop()
 	ended(t, l)
 	runs := h.runs
-	if _, _, _, err := l.measure(context.Background(), 0); !errors.Is(err, context.Canceled) {
+	if _, _, err := l.measure(context.Background(), 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("measure after the lab ended: err = %v, want context.Canceled", err)
 	}
 	if h.runs != runs {
@@ -1010,66 +1010,5 @@ func TestSelfTestCutOnHang(t *testing.T) {
 	}
 	if !slices.Equal(busbw, []float64{1}) {
 		t.Errorf("chart points %v, want the baseline's only", busbw)
-	}
-}
-
-// TestSharedRunsTakenAgain: a graded figure another lab's chart run shared the host
-// with (Turns.Graded) is taken again and the highest kept: a baseline read low would
-// lower the bar a fix must reach, a re-measure read low would call a fix short.
-func TestSharedRunsTakenAgain(t *testing.T) {
-	turns := &Turns{Patience: time.Millisecond}
-	beside := func() { // another lab's chart run, its patience spent
-		if release, err := turns.Chart(context.Background()); err == nil {
-			release()
-		}
-	}
-	for _, tc := range []struct {
-		name     string
-		runs     []float64 // the workload's figures: the baseline's runs, the self-test, the re-measures
-		shared   []int     // the runs a chart run shares the host with (1-based)
-		baseline float64
-		fixed    bool // the re-measure reaches the bar
-		want     int  // workload runs in all
-	}{
-		{"nothing shared", []float64{1, 0.1, 0.3}, nil, 1, false, 3}, // nearer the fault than the bar: no second chance
-		{"the baseline shared", []float64{0.5, 1, 0.1, 1}, []int{1}, 1, true, 4},
-		{"the baseline shared, then alone lower", []float64{1, 0.5, 0.1, 1}, []int{1}, 1, true, 4},
-		{"the re-measure shared twice", []float64{1, 0.1, 0.4, 0.45, 1}, []int{3, 4}, 1, true, 5},
-		{"the re-measure shared three times", []float64{1, 0.1, 0.4, 0.4, 0.4, 1}, []int{3, 4, 5}, 1, false, 5},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := &fakeHost{workload: func(ctx context.Context, n int) (float64, error) {
-				if slices.Contains(tc.shared, n) {
-					beside()
-				}
-				if n > len(tc.runs) {
-					return 1, nil
-				}
-				return tc.runs[n-1], nil
-			}}
-			l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: time.Hour, NoStream: true, Log: quiet, Turns: turns}, 1, testVariant(t))
-			t.Cleanup(func() { l.Stop(); l.Wait() })
-			waitFor(t, l, func(st Status) bool { return st.State == Ready })
-			if got := l.Baseline(); got != tc.baseline {
-				t.Errorf("baseline %v, want %v", got, tc.baseline)
-			}
-			res, err := l.Check(context.Background(), grader.Diagnosis{Class: "nic-rate-limited"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			fixed := false
-			for _, c := range res.Criteria {
-				fixed = fixed || c.Name == "remediation" && c.Earned > 0
-			}
-			if fixed != tc.fixed {
-				t.Errorf("fix credited: %v, want %v (%+v)", fixed, tc.fixed, res.Criteria)
-			}
-			h.mu.Lock()
-			runs := h.runs
-			h.mu.Unlock()
-			if runs != tc.want {
-				t.Errorf("%d workload runs, want %d", runs, tc.want)
-			}
-		})
 	}
 }

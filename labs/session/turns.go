@@ -37,15 +37,13 @@ type Turns struct {
 	waiting int           // graded runs waiting for their turn
 	charts  int           // chart runs in flight
 	streams int           // of which streaming runs
-	shared  bool          // a chart run started beside the graded run holding the host
 }
 
-// Graded waits for the host and returns the function that gives it back, which says
-// whether the run shared the host: a chart run started beside it once its patience was
-// spent, so the figure may read low. It fails only when ctx ends first.
-func (t *Turns) Graded(ctx context.Context) (release func() (shared bool), err error) {
+// Graded waits for the host and returns the function that gives it back. It fails
+// only when ctx ends first.
+func (t *Turns) Graded(ctx context.Context) (release func(), err error) {
 	if t == nil {
-		return func() bool { return false }, nil
+		return func() {}, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -65,13 +63,12 @@ func (t *Turns) Graded(ctx context.Context) (release func() (shared bool), err e
 		t.notify() // chart runs held back by this wait may go
 		return nil, err
 	}
-	t.graded, t.shared = true, false
-	return sync.OnceValue(func() bool {
+	t.graded = true
+	return sync.OnceFunc(func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.graded = false
 		t.notify()
-		return t.shared
 	}), nil
 }
 
@@ -109,7 +106,6 @@ func (t *Turns) chart(ctx context.Context, capped bool) (release func(), err err
 		return nil, err
 	}
 	t.charts++
-	t.shared = t.shared || t.graded
 	if capped {
 		t.streams++
 	}

@@ -49,7 +49,7 @@ func TestTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	graded := make(chan func() bool)
+	graded := make(chan func())
 	go func() {
 		release, err := turns.Graded(ctx)
 		if err != nil {
@@ -73,7 +73,7 @@ func TestTurns(t *testing.T) {
 		defer close(chartWaits)
 		chartRelease, err = turns.Chart(ctx)
 	}()
-	secondGraded := make(chan func() bool)
+	secondGraded := make(chan func())
 	go func() {
 		r, _ := turns.Graded(ctx)
 		secondGraded <- r
@@ -133,68 +133,6 @@ func TestTurnsPatience(t *testing.T) {
 	defer release()
 	if !returns(func() { r, _ := turns.Chart(context.Background()); r() }) {
 		t.Error("a chart run still waits after its patience")
-	}
-}
-
-// TestTurnsShared: a graded run's release says whether a chart run started beside it
-// (its patience spent), the case where its figure may read low; a chart run already
-// in flight past the grace (hung on its fault) or one that waited its turn does not
-// count, nor does the graded run before.
-func TestTurnsShared(t *testing.T) {
-	ctx := context.Background()
-	chart := func(turns *Turns) {
-		r, err := turns.Chart(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r()
-	}
-	for _, tc := range []struct {
-		name   string
-		during func(turns *Turns) // while the graded run holds the host
-		before func(turns *Turns) (done func())
-		want   bool
-	}{
-		{"alone", nil, nil, false},
-		{"a chart run beside it", chart, nil, true},
-		{"a chart run in flight past the grace", nil, func(turns *Turns) func() {
-			r, err := turns.Chart(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}, false},
-		{"after a shared graded run", nil, func(turns *Turns) func() {
-			r, err := turns.Graded(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			chart(turns)
-			if !r() {
-				t.Error("the first graded run: a chart run beside it, not reported")
-			}
-			return func() {}
-		}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			turns := &Turns{Patience: time.Millisecond, Grace: time.Millisecond}
-			if tc.before != nil {
-				defer tc.before(turns)()
-			}
-			release, err := turns.Graded(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.during != nil {
-				tc.during(turns)
-			}
-			if got := release(); got != tc.want {
-				t.Errorf("shared = %v, want %v", got, tc.want)
-			}
-			if got := release(); got != tc.want {
-				t.Errorf("a second release says shared = %v, want %v (the first's answer)", got, tc.want)
-			}
-		})
 	}
 }
 

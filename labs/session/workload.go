@@ -27,30 +27,27 @@ func (l *Lab) workloadEnv() []string {
 
 // measure takes a figure the grader compares: it waits for the host to itself (the
 // lab's Turns), then runs the workload once, cut after limit (at most 3 minutes; 0
-// means 3 minutes), and returns its figure (GB/s) and whether another lab's chart run
-// shared the host with it (Turns.Graded). A workload that fails, or is cut, measures
-// 0 with ErrWorkloadFailed; a cut run's error also wraps errCut.
-func (l *Lab) measure(ctx context.Context, limit time.Duration) (bw float64, took time.Duration, shared bool, err error) {
+// means 3 minutes), and returns its figure (GB/s). A workload that fails, or is cut,
+// measures 0 with ErrWorkloadFailed; a cut run's error also wraps errCut.
+func (l *Lab) measure(ctx context.Context, limit time.Duration) (bw float64, took time.Duration, err error) {
 	release, err := l.cfg.Turns.Graded(ctx)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, err
 	}
-	bw, took, err = l.runOnce(ctx, limit)
-	return bw, took, release(), err
+	defer release()
+	return l.runOnce(ctx, limit)
 }
 
 // sample runs the workload once for a figure only the chart shows or only compared
 // as below a bar (a fault's self-test): another lab's load can only lower it, so it
-// takes a chart's turn and leaves the host to the graded runs. See measure; shared is
-// always false.
-func (l *Lab) sample(ctx context.Context, limit time.Duration) (bw float64, took time.Duration, shared bool, err error) {
+// takes a chart's turn and leaves the host to the graded runs. See measure.
+func (l *Lab) sample(ctx context.Context, limit time.Duration) (bw float64, took time.Duration, err error) {
 	release, err := l.cfg.Turns.Chart(ctx)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, err
 	}
 	defer release()
-	bw, took, err = l.runOnce(ctx, limit)
-	return bw, took, false, err
+	return l.runOnce(ctx, limit)
 }
 
 // errCut marks a run cut at its time limit.
@@ -197,7 +194,7 @@ func (s *Samples) Subscribe() ([]Sample, <-chan Sample, func()) {
 // Measure runs the workload once now and returns its busbw (an instructor's "measure
 // now", and tests). A failing workload measures 0.
 func (l *Lab) Measure(ctx context.Context) (float64, error) {
-	bw, _, _, err := l.measure(ctx, 0)
+	bw, _, err := l.measure(ctx, 0)
 	return bw, err
 }
 

@@ -59,9 +59,6 @@ const (
 // field alone and the checksum is computed later over the damaged data.
 func (b bitFlip) program() asm.Instructions {
 	const out = "out"
-	ld := func(dst asm.Register, off int16, size asm.Size) asm.Instruction {
-		return asm.LoadMem(dst, asm.R10, off, size)
-	}
 	// loadBytes copies n bytes at frame offset (register off) to the stack.
 	loadBytes := func(off asm.Register, stack int32, n int32) asm.Instructions {
 		return asm.Instructions{
@@ -74,19 +71,13 @@ func (b bitFlip) program() asm.Instructions {
 			asm.JNE.Imm(asm.R0, 0, out),
 		}
 	}
-	p := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	if b.Below < 1<<32 {
-		p = append(p,
-			asm.FnGetPrandomU32.Call(),
-			asm.LoadImm(asm.R1, int64(b.Below), asm.DWord),
-			asm.JGE.Reg(asm.R0, asm.R1, out))
-	}
+	p := randomShare(b.Below, out)
 	p = append(p, asm.Mov.Imm(asm.R7, 0))
 	p = append(p, loadBytes(asm.R7, stFrame, 34)...)
 	p = append(p,
-		ld(asm.R1, stEthType, asm.Half),
+		loadStack(asm.R1, stEthType, asm.Half),
 		asm.JNE.Imm(asm.R1, ethPIPLE, out),
-		ld(asm.R1, stVerIHL, asm.Byte),
+		loadStack(asm.R1, stVerIHL, asm.Byte),
 		asm.Mov.Reg(asm.R2, asm.R1),
 		asm.RSh.Imm(asm.R2, 4),
 		asm.JNE.Imm(asm.R2, 4, out),
@@ -95,10 +86,10 @@ func (b bitFlip) program() asm.Instructions {
 		asm.JLT.Imm(asm.R1, 20, out),
 		asm.Mov.Reg(asm.R7, asm.R1),
 		asm.Add.Imm(asm.R7, 14), // r7: L4 header offset
-		ld(asm.R1, stFrag, asm.Half),
+		loadStack(asm.R1, stFrag, asm.Half),
 		asm.And.Imm(asm.R1, fragMaskLE),
 		asm.JNE.Imm(asm.R1, 0, out),
-		ld(asm.R8, stProto, asm.Byte), // r8: protocol
+		loadStack(asm.R8, stProto, asm.Byte), // r8: protocol
 	)
 	if b.Proto != 0 {
 		p = append(p, asm.JNE.Imm(asm.R8, int32(b.Proto), out))
@@ -112,17 +103,17 @@ func (b bitFlip) program() asm.Instructions {
 	if b.Peer.Is4() {
 		a := b.Peer.As4()
 		p = append(p,
-			ld(asm.R1, stSaddr, asm.Word),
-			ld(asm.R2, stDaddr, asm.Word),
+			loadStack(asm.R1, stSaddr, asm.Word),
+			loadStack(asm.R2, stDaddr, asm.Word),
 			asm.LoadImm(asm.R3, int64(binary.LittleEndian.Uint32(a[:])), asm.DWord),
 			asm.JEq.Reg(asm.R1, asm.R3, "peer_ok"),
 			asm.JNE.Reg(asm.R2, asm.R3, out),
 			asm.Mov.Reg(asm.R3, asm.R3).WithSymbol("peer_ok"))
 	}
 	p = append(p,
-		ld(asm.R9, stTotLen, asm.Byte),
+		loadStack(asm.R9, stTotLen, asm.Byte),
 		asm.LSh.Imm(asm.R9, 8),
-		ld(asm.R1, stTotLen+1, asm.Byte),
+		loadStack(asm.R1, stTotLen+1, asm.Byte),
 		asm.Or.Reg(asm.R9, asm.R1),
 		asm.Add.Imm(asm.R9, 14), // r9: end of the IP packet in the frame
 	)
@@ -131,8 +122,8 @@ func (b bitFlip) program() asm.Instructions {
 		p = append(p, asm.JEq.Imm(asm.R8, 1, out))
 		port := int32(b.Port>>8 | b.Port<<8) // network order, little-endian load
 		p = append(p,
-			ld(asm.R1, stL4, asm.Half),
-			ld(asm.R2, stL4+2, asm.Half),
+			loadStack(asm.R1, stL4, asm.Half),
+			loadStack(asm.R2, stL4+2, asm.Half),
 			asm.JEq.Imm(asm.R1, port, "port_ok"),
 			asm.JNE.Imm(asm.R2, port, out),
 			asm.Mov.Reg(asm.R2, asm.R2).WithSymbol("port_ok"))
@@ -145,7 +136,7 @@ func (b bitFlip) program() asm.Instructions {
 		asm.Add.Imm(asm.R2, 12))
 	p = append(p, loadBytes(asm.R2, stDoff, 1)...)
 	p = append(p,
-		ld(asm.R1, stDoff, asm.Byte),
+		loadStack(asm.R1, stDoff, asm.Byte),
 		asm.RSh.Imm(asm.R1, 4),
 		asm.LSh.Imm(asm.R1, 2),
 		asm.Add.Reg(asm.R1, asm.R7).WithSymbol("hdr_done"), // r1: payload offset (UDP path adds r7 to 8)
@@ -157,7 +148,7 @@ func (b bitFlip) program() asm.Instructions {
 		asm.FnGetPrandomU32.Call(),
 		asm.Mod.Reg(asm.R0, asm.R9),
 		asm.LSh.Imm(asm.R0, 1),
-		ld(asm.R1, stPayload, asm.DWord),
+		loadStack(asm.R1, stPayload, asm.DWord),
 		asm.Add.Reg(asm.R0, asm.R1),
 		asm.Mov.Reg(asm.R9, asm.R0), // r9: offset of the word
 		asm.FnGetPrandomU32.Call(),
@@ -168,8 +159,8 @@ func (b bitFlip) program() asm.Instructions {
 	)
 	p = append(p, loadBytes(asm.R9, stOld, 2)...)
 	p = append(p,
-		ld(asm.R1, stOld, asm.Half),
-		ld(asm.R2, stMask, asm.DWord),
+		loadStack(asm.R1, stOld, asm.Half),
+		loadStack(asm.R2, stMask, asm.DWord),
 		asm.Xor.Reg(asm.R1, asm.R2),
 		asm.StoreMem(asm.R10, stNew, asm.R1, asm.Half),
 		asm.Mov.Reg(asm.R1, asm.R6),
@@ -190,8 +181,8 @@ func (b bitFlip) program() asm.Instructions {
 		asm.Add.Imm(asm.R2, 4), // UDP's
 		asm.Mov.Imm(asm.R5, 2|bpfFMarkMangled0),
 		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("csum"),
-		ld(asm.R3, stOld, asm.Half),
-		ld(asm.R4, stNew, asm.Half),
+		loadStack(asm.R3, stOld, asm.Half),
+		loadStack(asm.R4, stNew, asm.Half),
 		asm.FnL4CsumReplace.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(out), // TC_ACT_OK
 		asm.Return(),

@@ -59,44 +59,35 @@ func (w lostOnWire) program() asm.Instructions {
 			asm.JNE.Imm(asm.R0, 0, pass),
 		}
 	}
-	ld := func(dst asm.Register, off int16, size asm.Size) asm.Instruction {
-		return asm.LoadMem(dst, asm.R10, off, size)
-	}
-	p := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	if w.Below < 1<<32 {
-		p = append(p,
-			asm.FnGetPrandomU32.Call(),
-			asm.LoadImm(asm.R1, int64(w.Below), asm.DWord),
-			asm.JGE.Reg(asm.R0, asm.R1, pass))
-	}
+	p := randomShare(w.Below, pass)
 	if w.RoCE {
 		p = append(p, asm.Mov.Imm(asm.R2, 12))
 		p = append(p, load(lwEthType, 2)...)
 		p = append(p,
-			ld(asm.R1, lwEthType, asm.Half),
+			loadStack(asm.R1, lwEthType, asm.Half),
 			asm.JEq.Imm(asm.R1, ethPIPLE, "ipv4"),
 			asm.JNE.Imm(asm.R1, ethPIPv6LE, pass),
 			asm.Mov.Imm(asm.R2, 14+6)) // IPv6 next header
 		p = append(p, load(lwIP, 1)...)
 		p = append(p,
-			ld(asm.R1, lwIP, asm.Byte),
+			loadStack(asm.R1, lwIP, asm.Byte),
 			asm.JNE.Imm(asm.R1, 17, pass), // IPPROTO_UDP
 			asm.Mov.Imm(asm.R7, 14+40),    // r7: UDP header offset
 			asm.Ja.Label("udp"),
 			asm.Mov.Imm(asm.R2, 14).WithSymbol("ipv4"))
 		p = append(p, load(lwIP, 10)...)
 		p = append(p,
-			ld(asm.R1, lwIP, asm.Byte),
+			loadStack(asm.R1, lwIP, asm.Byte),
 			asm.Mov.Reg(asm.R7, asm.R1),
 			asm.RSh.Imm(asm.R7, 4),
 			asm.JNE.Imm(asm.R7, 4, pass),
 			asm.And.Imm(asm.R1, 0xf),
 			asm.JLT.Imm(asm.R1, 5, pass),
 			asm.LSh.Imm(asm.R1, 2),
-			ld(asm.R2, lwFrag, asm.Half),
+			loadStack(asm.R2, lwFrag, asm.Half),
 			asm.And.Imm(asm.R2, fragOffLE),
 			asm.JNE.Imm(asm.R2, 0, pass),
-			ld(asm.R2, lwProto, asm.Byte),
+			loadStack(asm.R2, lwProto, asm.Byte),
 			asm.JNE.Imm(asm.R2, 17, pass),
 			asm.Mov.Reg(asm.R7, asm.R1),
 			asm.Add.Imm(asm.R7, 14),
@@ -104,7 +95,7 @@ func (w lostOnWire) program() asm.Instructions {
 			asm.Add.Imm(asm.R2, 2)) // UDP destination port
 		p = append(p, load(lwEthType, 2)...)
 		p = append(p,
-			ld(asm.R1, lwEthType, asm.Half),
+			loadStack(asm.R1, lwEthType, asm.Half),
 			asm.JNE.Imm(asm.R1, roceV2PortLE, pass))
 	}
 	m := w.MAC

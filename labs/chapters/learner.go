@@ -83,8 +83,8 @@ func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
 // grace than a server's (20 s, 5 s): a chart run or a learner's command that starts
 // beside a graded run, or is still running when one starts, can halve its figure on
 // two CPUs, and a right fix then read 48-57 % of its baseline on both of its tries in
-// four of ten full runs (ch08, ch11, ch17). Here a story waits for its chart run
-// instead.
+// four of eight full runs (ch08, ch11, ch17). Here a story waits for its chart run
+// instead (the package took 853 s in CI against 684-709 s).
 var turns = session.Turns{Patience: 2 * time.Minute, Grace: 30 * time.Second}
 
 // The shipped scenario catalog, loaded once. Its cross-checks against the course and

@@ -29,12 +29,16 @@ type netnsEnv struct {
 }
 
 var (
-	_ session.Env     = (*netnsEnv)(nil)
-	_ session.Renewer = (*netnsEnv)(nil)
+	_ session.Env         = (*netnsEnv)(nil)
+	_ session.Renewer     = (*netnsEnv)(nil)
+	_ session.Prioritizer = (*netnsEnv)(nil)
 )
 
 func (e *netnsEnv) ID() string      { return e.sb.ID() }
 func (e *netnsEnv) Nodes() []string { return e.sb.Topology().NodeNames() }
+
+// Prioritize implements session.Prioritizer with the sandbox's CPU weight.
+func (e *netnsEnv) Prioritize() (restore func() error, err error) { return e.sb.Prioritize() }
 
 func (e *netnsEnv) Target(node string) injector.Target {
 	t := injector.Target{Sandbox: e.sb.ID(), Node: node}

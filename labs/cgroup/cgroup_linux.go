@@ -261,6 +261,19 @@ func (g *Group) Child(name string, l Limits) (*Group, error) {
 	return New(g.rel+"/"+name, l)
 }
 
+// SetCPUWeight rewrites the group's CPU weight (cpu.weight units, see
+// Limits.CPUWeight; DefaultCPUWeight restores the kernel's default) and leaves
+// its other limits as they are.
+func (g *Group) SetCPUWeight(w uint64) error {
+	if w < 1 || w > 10000 {
+		return fmt.Errorf("cgroup %s: CPU weight %d: want 1 to 10000", g.rel, w)
+	}
+	if err := g.create(Limits{CPUWeight: w}); err != nil {
+		return fmt.Errorf("cgroup %s: set CPU weight %d: %w", g.rel, w, err)
+	}
+	return nil
+}
+
 // Sub returns the group rel/name without creating it.
 func (g *Group) Sub(name string) (*Group, error) { return Open(g.rel + "/" + name) }
 

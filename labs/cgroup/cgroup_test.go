@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,6 +90,27 @@ func TestLifecycle(t *testing.T) {
 		if got, err := c.g.Read(weightFile); err != nil || got != c.want {
 			t.Errorf("%s %s = %q, %v; want %q", c.g.Path(), weightFile, got, err, c.want)
 		}
+	}
+
+	// A weight rewritten later (a graded run's, see labs/netns.Sandbox.Prioritize),
+	// and back to the default, leaves the other limits alone.
+	for _, w := range []uint64{10000, DefaultCPUWeight} {
+		if err := g.SetCPUWeight(w); err != nil {
+			t.Fatal(err)
+		}
+		want := strconv.FormatUint(w, 10)
+		if !Unified() {
+			want = strconv.FormatUint(V1Shares(w), 10)
+		}
+		if got, err := g.Read(weightFile); err != nil || got != want {
+			t.Errorf("after SetCPUWeight(%d): %s = %q, %v; want %q", w, weightFile, got, err, want)
+		}
+		if got, err := g.Read("pids.max"); err != nil || got != "64" {
+			t.Errorf("after SetCPUWeight(%d): pids.max = %q, %v; want 64", w, got, err)
+		}
+	}
+	if err := g.SetCPUWeight(0); err == nil {
+		t.Error("SetCPUWeight(0) succeeded; want an error")
 	}
 
 	cmd := exec.Command("sleep", "30")

@@ -79,13 +79,14 @@ func StartLab(t *testing.T, id string, seed uint64) *session.Lab {
 }
 
 // turns is shared by the labs a test process plays: their graded runs (each lab's
-// baseline) take turns on the host, as a server's labs do, but with more patience and
-// grace than a server's (20 s, 5 s): a chart run or a learner's command that starts
-// beside a graded run, or is still running when one starts, can halve its figure on
-// two CPUs, and a right fix then read 48-57 % of its baseline on both of its tries in
-// four of eight full runs (ch08, ch11, ch17). Here a story waits for its chart run
-// instead (the package took 853 s in CI against 684-709 s).
-var turns = session.Turns{Patience: 2 * time.Minute, Grace: 30 * time.Second}
+// baseline, a check, the re-measure after a fix) take turns on the host, as a
+// server's labs do, with a server's patience and grace. A chart run or a learner's
+// command may still run beside a graded run (once it has waited its patience, or
+// the run its grace); the graded run's sandbox then has the CPU first
+// (session.Prioritizer). Before that, a right fix read 48-57 % of its baseline on both
+// of its tries in four of eight full runs (ch08, ch11, ch17), and twice the patience
+// and grace that avoided it cost the package 150 s.
+var turns session.Turns
 
 // The shipped scenario catalog, loaded once. Its cross-checks against the course and
 // the fault kinds are `commlab content check`'s (cmd/commlab).

@@ -497,3 +497,54 @@ func TestBadInput(t *testing.T) {
 		t.Error("Open(../etc) succeeded")
 	}
 }
+
+// TestPrioritize: a graded run's priority raises the sandbox's CPU weight and gives
+// back the one it was built with; the weights within (the workload's leaf) stay.
+func TestPrioritize(t *testing.T) {
+	needRoot(t)
+	file, scale := "cpu.weight", func(w uint64) string { return fmt.Sprint(w) }
+	if !cgroup.Unified() {
+		file, scale = "cpu.shares", func(w uint64) string { return fmt.Sprint(cgroup.V1Shares(w)) }
+	}
+	for _, built := range []uint64{0, 50} {
+		t.Run(fmt.Sprint("built with weight ", built), func(t *testing.T) {
+			s := upSandbox(t, "2x1", Options{Limits: cgroup.Limits{CPUWeight: built}})
+			read := func(rel string) string {
+				t.Helper()
+				g, err := cgroup.Open(rel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := g.Read(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			want := scale(cgroup.DefaultCPUWeight) // 0 builds it at the kernel's default
+			if built > 0 {
+				want = scale(built)
+			}
+			if got := read(s.Cgroup()); got != want {
+				t.Fatalf("%s before: %s, want %s", file, got, want)
+			}
+			leaf := s.Cgroup() + "/node1/workload"
+			restore, err := s.Prioritize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := read(s.Cgroup()); got != scale(PrioritizedCPUWeight) {
+				t.Errorf("%s while prioritized: %s, want %s", file, got, scale(PrioritizedCPUWeight))
+			}
+			if got := read(leaf); got != scale(WorkloadCPUWeight) {
+				t.Errorf("the workload leaf's %s while prioritized: %s, want %s", file, got, scale(WorkloadCPUWeight))
+			}
+			if err := restore(); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(s.Cgroup()); got != want {
+				t.Errorf("%s after: %s, want %s", file, got, want)
+			}
+		})
+	}
+}

@@ -33,7 +33,7 @@ import (
 // Env is a running lab environment, whichever backend built it: labs/backend's
 // sandbox of network namespaces or GPU node on this host, labs/slurm's job on a
 // cluster's nodes. Optional interfaces add what some have (NodeFaults, Losable,
-// LearnerFiles, Renewer).
+// LearnerFiles, Renewer, Prioritizer).
 type Env interface {
 	// ID names the environment (the sandbox id).
 	ID() string
@@ -61,6 +61,14 @@ type NodeFaults interface {
 	Apply(ctx context.Context, node, kind string, params map[string]string, ttl time.Duration) (id, command string, err error)
 	// Revert reverts fault id on node.
 	Revert(ctx context.Context, node, id string) error
+}
+
+// Prioritizer is an Env whose processes share this host's CPUs with other labs'.
+// Prioritize gives its processes the CPU before every other lab's until restore is
+// called; a graded run holds it (see Lab.measure), so a figure the grader compares
+// is the lab's own, not what another lab's chart run or learner left of the host.
+type Prioritizer interface {
+	Prioritize() (restore func() error, err error)
 }
 
 // Losable is an Env that can be lost from under a running lab (its Slurm job

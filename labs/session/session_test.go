@@ -73,6 +73,11 @@ type fakeHost struct {
 	// kinds and ttls are each applied fault's, by id.
 	kinds map[string]string
 	ttls  map[string]time.Duration
+	// held counts the environment's Prioritize calls not yet restored; prioritized
+	// says, run by run, whether one was held; prioErr fails Prioritize.
+	held        int
+	prioritized []bool
+	prioErr     error
 }
 
 func (h *fakeHost) Renew(ctx context.Context, id string, ttl time.Duration) error {
@@ -165,11 +170,27 @@ func (e fakeEnv) Workload(ctx context.Context, w *scenarios.Workload, env []stri
 	e.h.mu.Lock()
 	e.h.runs++
 	n, f := e.h.runs, e.h.workload
+	e.h.prioritized = append(e.h.prioritized, e.h.held > 0)
 	e.h.mu.Unlock()
 	if f == nil {
 		return 1, nil
 	}
 	return f(ctx, n)
+}
+
+func (e fakeEnv) Prioritize() (func() error, error) {
+	e.h.mu.Lock()
+	defer e.h.mu.Unlock()
+	if e.h.prioErr != nil {
+		return nil, e.h.prioErr
+	}
+	e.h.held++
+	return sync.OnceValue(func() error {
+		e.h.mu.Lock()
+		defer e.h.mu.Unlock()
+		e.h.held--
+		return nil
+	}), nil
 }
 
 func (e fakeEnv) Renew(ctx context.Context, id string, ttl time.Duration) error {
@@ -977,6 +998,51 @@ func TestWhichRunsTakeTheHost(t *testing.T) {
 			}
 			chart()
 			waitFor(t, l, func(s Status) bool { return s.Confirmed })
+		})
+	}
+}
+
+// TestGradedRunsPrioritized: the runs the grader compares a fix with (the baseline,
+// the re-measure) hold the environment's CPU priority, and give it back; the
+// self-test and the chart's runs do not. An environment that cannot raise it still
+// gets its figures.
+func TestGradedRunsPrioritized(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		prioErr error
+		want    []bool // runs 1 and 2 (baseline, self-test), then the re-measure
+	}{
+		{"priority", nil, []bool{true, false, true}},
+		{"no priority to be had", errors.New("cgroup gone"), []bool{false, false, false}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fakeHost{workload: healthyThenFaulted, prioErr: tt.prioErr}
+			l := Start(context.Background(), Config{Provider: h, Faults: h, DataDir: t.TempDir(), TTL: time.Hour, Log: quiet, Turns: &Turns{}}, 1, testVariant(t))
+			t.Cleanup(func() { l.Stop(); l.Wait() })
+			waitFor(t, l, func(s Status) bool { return s.Confirmed })
+			waitFor(t, l, func(Status) bool { h.mu.Lock(); defer h.mu.Unlock(); return h.runs >= 3 }) // a chart run
+			d := grader.Diagnosis{Class: "nic-rate-limited", Location: map[string]string{"node": "node2", "nic": "rdma0"}}
+			res, err := l.Grade(context.Background(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(res.Criteria, func(c grader.Criterion) bool { return c.Name == "remediation" }); i < 0 || res.Criteria[i].Earned == 0 {
+				t.Errorf("the fixed lab earned no remediation credit: %+v", res)
+			}
+			l.Wait()
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			runs := h.prioritized
+			if len(runs) < 4 {
+				t.Fatalf("runs %v: want a baseline, a self-test, a chart run and a re-measure", runs)
+			}
+			got := []bool{runs[0], runs[1], runs[len(runs)-1]}
+			if !slices.Equal(got, tt.want) || slices.Contains(runs[2:len(runs)-1], true) {
+				t.Errorf("prioritized runs %v: want %v first, second and last, none between", runs, tt.want)
+			}
+			if h.held != 0 {
+				t.Errorf("%d priorities not given back", h.held)
+			}
 		})
 	}
 }

@@ -220,7 +220,7 @@ func (s *Sandbox) Cgroup() string { return CgroupPath(s.ID()) }
 // PrioritizedCPUWeight is the CPU weight of a sandbox while Prioritize holds it:
 // when it contends with other sandboxes (at the default weight, 100) for the CPU,
 // its processes get 100 parts in 101. A run of another lab's workload beside it
-// then cost a graded run of ch17's workload 8 %, not 35 % (docs/load.md).
+// then cost a graded run of ch17's workload 16 %, not 35 % (docs/load.md).
 const PrioritizedCPUWeight = 10000
 
 // Prioritize raises the sandbox's CPU weight to PrioritizedCPUWeight until restore

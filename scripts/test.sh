@@ -20,10 +20,7 @@ beside=" github.com/commlab/commlab/labs/slurm github.com/commlab/commlab/web gi
 # The chapter labs last: they wait for the other lane anyway (see above), so the host
 # packages before them use that time.
 mapfile -t host < <(awk -v beside="$beside" '$1 == "host" && index(beside, " " $2 " ") == 0 { print ($2 ~ /\/labs\/chapters$/ ? 1 : 0), $2 }' <<<"$tiers" | sort -s -k1,1n | cut -d' ' -f2)
-# The host packages that play beside come first in this lane, in $beside's order: they
-# take longest (Slurm's ~160 s, the browser's ~100 s), and go test starts packages in the
-# order given, so the lane, and the chapter labs' wait for it, ends sooner.
-mapfile -t unit < <(awk -v beside="$beside" '$1 == "unit" || index(beside, " " $2 " ") { i = index(beside, " " $2 " "); print (i ? i : 1000), $2 }' <<<"$tiers" | sort -s -k1,1n | cut -d' ' -f2)
+mapfile -t unit < <(awk -v beside="$beside" '$1 == "unit" || index(beside, " " $2 " ") { print $2 }' <<<"$tiers")
 
 out=$(mktemp)
 quiet=$(mktemp -u)

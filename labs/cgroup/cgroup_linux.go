@@ -263,12 +263,25 @@ func (g *Group) Child(name string, l Limits) (*Group, error) {
 
 // SetCPUWeight rewrites the group's CPU weight (cpu.weight units, see
 // Limits.CPUWeight; DefaultCPUWeight restores the kernel's default) and leaves
-// its other limits as they are.
+// its other limits as they are. It writes the one file in place: a group removed
+// meanwhile is an error wrapping fs.ErrNotExist, never created again (containerd's
+// Update would make its directory anew).
 func (g *Group) SetCPUWeight(w uint64) error {
 	if w < 1 || w > 10000 {
 		return fmt.Errorf("cgroup %s: CPU weight %d: want 1 to 10000", g.rel, w)
 	}
-	if err := g.create(Limits{CPUWeight: w}); err != nil {
+	file, val := filepath.Join(Dir("cpu", g.rel), "cpu.weight"), w
+	if !g.v2 {
+		file, val = filepath.Join(Dir("cpu", g.rel), "cpu.shares"), V1Shares(w)
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+	if err == nil {
+		_, err = f.WriteString(strconv.FormatUint(val, 10))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("cgroup %s: set CPU weight %d: %w", g.rel, w, err)
 	}
 	return nil

@@ -4,7 +4,9 @@ package cgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -173,6 +175,14 @@ func TestLifecycle(t *testing.T) {
 	}
 	if err := g.Destroy(ctx); err != nil {
 		t.Errorf("second Destroy: %v", err)
+	}
+	// A weight put back after the group went (a graded run that outlived its lab)
+	// fails and does not make the group again.
+	if err := g.SetCPUWeight(DefaultCPUWeight); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("SetCPUWeight on a removed group: %v, want fs.ErrNotExist", err)
+	}
+	if g.Exists() {
+		t.Errorf("SetCPUWeight made the removed group again: %v", g.Dirs())
 	}
 }
 

@@ -610,6 +610,20 @@ func TestPrioritize(t *testing.T) {
 			if got := read(s.Cgroup()); got != want {
 				t.Errorf("%s after: %s, want %s", file, got, want)
 			}
+			// A graded run that outlives its lab puts back nothing, and leaves nothing.
+			restore, err = s.Prioritize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Down(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := restore(); err != nil {
+				t.Errorf("restore after Down: %v", err)
+			}
+			if left := leftovers(s.ID(), s.opts.DataDir); len(left) > 0 {
+				t.Errorf("restore after Down left:\n%s", strings.Join(left, "\n"))
+			}
 		})
 	}
 }

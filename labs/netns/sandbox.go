@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -240,7 +241,12 @@ func (s *Sandbox) Prioritize() (restore func() error, err error) {
 	if st := s.State(); st != nil && st.Limits.CPUWeight > 0 {
 		built = st.Limits.CPUWeight
 	}
-	return func() error { return g.SetCPUWeight(built) }, nil
+	return func() error {
+		if err := g.SetCPUWeight(built); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err // a sandbox torn down meanwhile has no weight to put back
+		}
+		return nil
+	}, nil
 }
 
 // LearnerUID is the uid (and gid) learner shells of this sandbox run as.

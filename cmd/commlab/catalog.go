@@ -56,13 +56,7 @@ func loadContentFrom(courseDir, scenarioDir string) (*content, []string) {
 		sfs, sdir, sprefix = r.FS(), ".", scenarioDir
 	}
 	cat, sprobs := scenarios.Load(sfs, sdir, scenarios.Options{
-		Topology: func(name string) ([]string, []string, bool) {
-			t, err := topology.Builtin(name)
-			if err != nil {
-				return nil, nil, false
-			}
-			return t.NodeNames(), t.NICNames(), true
-		},
+		Topology: topology.BuiltinNodesAndNICs,
 		CheckFault: func(kind string, params map[string]string) error {
 			f, err := reg.Parse(kind, params)
 			if err != nil {

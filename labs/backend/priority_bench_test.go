@@ -13,6 +13,7 @@ import (
 
 	"github.com/commlab/commlab/internal/testenv"
 	"github.com/commlab/commlab/labs/session"
+	"github.com/commlab/commlab/labs/topology"
 	"github.com/commlab/commlab/scenarios"
 )
 
@@ -37,8 +38,15 @@ func BenchmarkGradedRunPriority(b *testing.B) {
 		return env.(*netnsEnv)
 	}
 	measured, neighbour := up(), up()
-	w := &scenarios.Workload{Bench: []string{"all_reduce", "-b", "4M", "-e", "4M", "-n", "4", "-w", "1"},
-		Hosts: []string{"node1:1", "node2:1", "node3:1", "node4:1"}}
+	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{Topology: topology.BuiltinNodesAndNICs})
+	if len(probs) > 0 {
+		b.Fatal(probs)
+	}
+	sc, ok := cat.Get("ch17-rail-degraded")
+	if !ok {
+		b.Fatal("no scenario ch17-rail-degraded")
+	}
+	w := sc.Workload
 	median := func(prioritize bool) float64 {
 		var bws []float64
 		for range 5 {

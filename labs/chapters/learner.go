@@ -92,13 +92,7 @@ var turns session.Turns
 // the fault kinds are `commlab content check`'s (cmd/commlab).
 var catalog = sync.OnceValues(func() (*scenarios.Catalog, error) {
 	cat, probs := scenarios.Load(scenarios.Embedded(), scenarios.CatalogDir, scenarios.Options{
-		Topology: func(name string) ([]string, []string, bool) {
-			t, err := topology.Builtin(name)
-			if err != nil {
-				return nil, nil, false
-			}
-			return t.NodeNames(), t.NICNames(), true
-		},
+		Topology: topology.BuiltinNodesAndNICs,
 	})
 	if len(probs) > 0 {
 		return nil, probs

@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	vnetns "github.com/vishvananda/netns"
-
 	clhost "github.com/commlab/commlab/internal/host"
 	"github.com/commlab/commlab/internal/testlab"
 	"github.com/commlab/commlab/labs"
@@ -236,15 +233,11 @@ func wireRate(t *testing.T, s *Sandbox, from, to, nic, addr string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := vnetns.GetFromPath(info.NetNSPath)
+	h, ns, err := openNetNS(info.NetNS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer h.Close()
 	type sample struct {
 		at    time.Time

@@ -56,6 +56,16 @@ func BuiltinNames() []string {
 	return out
 }
 
+// BuiltinNodesAndNICs is scenarios.Options.Topology for the built-in topologies:
+// the node and NIC names of topology name, false if there is none by that name.
+func BuiltinNodesAndNICs(name string) (nodes, nics []string, ok bool) {
+	t, err := Builtin(name)
+	if err != nil {
+		return nil, nil, false
+	}
+	return t.NodeNames(), t.NICNames(), true
+}
+
 // Builtin loads a topology shipped with commlab by name (e.g. "4x2").
 func Builtin(name string) (*Topology, error) {
 	data, err := builtinFS.ReadFile(path.Join("builtin", name+".yaml"))

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -377,6 +378,24 @@ func TestRateTBF(t *testing.T) {
 	for _, tt := range tests {
 		if b, l := tt.rate.TBF(tt.maxPacket); b != tt.burst || l != tt.limit {
 			t.Errorf("%s.TBF(%d) = %d, %d; want %d, %d", tt.rate, tt.maxPacket, b, l, tt.burst, tt.limit)
+		}
+	}
+}
+
+func TestBuiltinNodesAndNICs(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		nodes int
+		nic   string
+		ok    bool
+	}{
+		{"4x2", 4, "rdma1", true},
+		{"2x1", 2, "rdma0", true},
+		{"no-such", 0, "", false},
+	} {
+		nodes, nics, ok := BuiltinNodesAndNICs(tt.name)
+		if ok != tt.ok || len(nodes) != tt.nodes || tt.ok && !slices.Contains(nics, tt.nic) {
+			t.Errorf("BuiltinNodesAndNICs(%q) = %v, %v, %v; want %d nodes, NIC %q, %v", tt.name, nodes, nics, ok, tt.nodes, tt.nic, tt.ok)
 		}
 	}
 }

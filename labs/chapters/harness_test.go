@@ -92,3 +92,30 @@ func TestGateAloneAfterOthers(t *testing.T) {
 		t.Fatalf("order %v: both labs played alone must play", order)
 	}
 }
+
+// TestLoadsHost: commands that only read run without a chart's turn; anything else,
+// or a line that cannot be read, takes one.
+func TestLoadsHost(t *testing.T) {
+	tests := []struct {
+		line string
+		want bool
+	}{
+		{"grep -e '#wrong' -A3 -e 'Out of bounds' train.log", false},
+		{"env | grep NCCL", false},
+		{"tc qdisc replace dev rdma1 root tbf rate 10mbit burst 32kb latency 50ms && tc qdisc show dev rdma1", false},
+		{"timeout 35 ip monitor link", false},
+		{"ping -c 300 -i 0.01 -s 1400 -p a5 198.18.0.2", false},
+		{"ping -f -c 1000 198.18.0.2", true},
+		{"iperf3 -c 198.18.0.2 -t 5", true},
+		{"env NCCL_ALGO=Ring commlab bench all_reduce", true},
+		{"grep x train.log | python3 -c 'print(1)'", true},
+		{"timeout 3 bash -c 'echo > /dev/tcp/198.18.8.2/29500'; echo rc=$?", true},
+		{"grep -E 'a|iperf3' log", true}, // split inside quotes: read as loading
+		{"commlab bench rank", true},
+	}
+	for _, tt := range tests {
+		if got := loadsHost(tt.line); got != tt.want {
+			t.Errorf("loadsHost(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}

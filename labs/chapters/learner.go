@@ -221,19 +221,52 @@ func (lr *Learner) Truth() Answer {
 }
 
 // Run types line into node's terminal and waits until the command has finished.
-// Each command takes a chart run's turn (session.Turns): it waits while a graded run
-// has the host, and a graded run waits for it (at most the turns' Grace), so a
-// learner's iperf3 or bench run in one lab never lowers another lab's graded figure.
-// (A baseline taken beside a learner's iperf3 read half the healthy figure, and a fix
-// that does not fix then passed its bar.)
+// A command that loads the host (loadsHost) takes a chart run's turn (session.Turns):
+// it waits while a graded run has the host, and a graded run waits for it (at most the
+// turns' Grace), so a learner's iperf3 or bench run in one lab never lowers another
+// lab's graded figure. (A baseline taken beside a learner's iperf3 read half the
+// healthy figure, and a fix that does not fix then passed its bar.) A command that
+// only reads (grep, tc, ip, nft, a slow ping) runs at once, as a learner's would.
 func (lr *Learner) Run(node, line string) Ref {
 	lr.T.Helper()
-	release, err := turns.Chart(context.Background())
-	if err != nil {
-		lr.T.Fatal(err)
+	if loadsHost(line) {
+		release, err := turns.Chart(context.Background())
+		if err != nil {
+			lr.T.Fatal(err)
+		}
+		defer release()
 	}
-	defer release()
 	return Ref{Terminal: node, Seq: TypeAndWait(lr.T, lr.Lab, node, line)}
+}
+
+// light are commands that read or set the lab's state without loading the host.
+var light = map[string]bool{
+	"awk": true, "base64": true, "cat": true, "cut": true, "echo": true, "ethtool": true,
+	"grep": true, "head": true, "ip": true, "ls": true, "nft": true, "ping": true,
+	"printf": true, "rm": true, "sort": true, "ss": true, "sysctl": true, "tail": true,
+	"tc": true, "tr": true, "uniq": true, "wc": true,
+}
+
+// loadsHost reports whether a command line may load the host: unless every command
+// of its pipelines and lists is light (a bare env, a ping not flooding, each
+// perhaps under timeout), it may run a benchmark or traffic. A line it cannot read
+// (a quote across the separators) counts as loading.
+func loadsHost(line string) bool {
+	for _, seg := range strings.FieldsFunc(strings.NewReplacer("&&", ";", "||", ";").Replace(line), func(r rune) bool { return r == '|' || r == ';' }) {
+		w := strings.Fields(seg)
+		if len(w) >= 2 && w[0] == "timeout" {
+			w = w[2:]
+		}
+		switch {
+		case len(w) == 0:
+			continue
+		case len(w) == 1 && w[0] == "env":
+			continue
+		case !light[w[0]] || w[0] == "ping" && slices.Contains(w, "-f"):
+			return true
+		}
+	}
+	return false
 }
 
 // Command is a command as its terminal's recording has it.

@@ -57,23 +57,23 @@ func TestGateAloneAfterOthers(t *testing.T) {
 	var order []string
 	log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	var wg sync.WaitGroup
-	play := func(name string, alone bool, d time.Duration) {
+	play := func(name string, u use, d time.Duration) {
 		defer wg.Done()
-		leave := g.enter(alone)
+		leave := g.enter(u)
 		log(name + "+")
 		time.Sleep(d)
 		log(name + "-")
 		leave()
 	}
-	leaveA := g.enter(false) // a lab plays
+	leaveA := g.enter(shares) // a lab plays
 	wg.Add(3)
-	go play("alone1", true, 10*time.Millisecond)
-	go play("alone2", true, 10*time.Millisecond)
+	go play("alone1", alone, 10*time.Millisecond)
+	go play("alone2", alone, 10*time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
-	go play("other", false, 30*time.Millisecond) // asks after the alone labs, plays before them
+	go play("other", measures, 30*time.Millisecond) // asks after the alone labs, plays before them
 	for waiting := true; waiting; time.Sleep(time.Millisecond) {
 		g.mu.Lock()
-		waiting = g.others < 2
+		waiting = g.waiting[measures] < 1 && g.playing[measures] < 1
 		g.mu.Unlock()
 	}
 	leaveA()
@@ -116,6 +116,34 @@ func TestLoadsHost(t *testing.T) {
 	for _, tt := range tests {
 		if got := loadsHost(tt.line); got != tt.want {
 			t.Errorf("loadsHost(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestGateMeasuringFirst: a slot that comes free goes to a lab that measures the fix
+// before one that measures nothing, up to MeasuringSideBySide of them; the labs that
+// measure nothing have every slot the measuring labs cannot take.
+func TestGateMeasuringFirst(t *testing.T) {
+	tests := []struct {
+		name             string
+		playing, waiting [alone + 1]int
+		want             [alone + 1]bool // may a lab of each use start
+	}{
+		{"empty host", [3]int{}, [3]int{}, [3]bool{true, true, true}},
+		{"full", [3]int{shares: 2, measures: 1}, [3]int{}, [3]bool{false, false, false}},
+		{"a slot, a measuring lab waits", [3]int{shares: 2}, [3]int{measures: 1}, [3]bool{shares: false, measures: true}},
+		{"two slots, a measuring lab waits", [3]int{shares: 1}, [3]int{measures: 1}, [3]bool{shares: true, measures: true}},
+		{"measuring labs at their cap", [3]int{measures: 2}, [3]int{measures: 3}, [3]bool{shares: true, measures: false}},
+		{"one more measuring lab may play", [3]int{shares: 1, measures: 1}, [3]int{measures: 3}, [3]bool{shares: false, measures: true}},
+		{"a lab plays alone", [3]int{alone: 1}, [3]int{}, [3]bool{false, false, false}},
+		{"alone waits for the waiting", [3]int{}, [3]int{shares: 1}, [3]bool{shares: true, measures: true, alone: false}},
+	}
+	for _, tt := range tests {
+		g := gate{playing: tt.playing, waiting: tt.waiting}
+		for u := shares; u <= alone; u++ {
+			if got := g.may(u); got != tt.want[u] {
+				t.Errorf("%s: may(%v) = %v, want %v", tt.name, u, got, tt.want[u])
+			}
 		}
 	}
 }

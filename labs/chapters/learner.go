@@ -594,56 +594,59 @@ func hostUse(t *testing.T, id string, opts []Option) use {
 	return shares
 }
 
-// The host's labs: at most SideBySide at once, of which at most MeasuringSideBySide
-// measure the fix (their graded runs take turns through session.Turns, and every
-// turn holds the other labs' chart runs back, where their evidence comes from); a lab
-// played alone by itself (see gate).
-var (
-	host      gate
-	measuring = make(chan struct{}, MeasuringSideBySide)
-	slots     = make(chan struct{}, SideBySide)
-)
+// host admits the labs: at most SideBySide at once, of which at most
+// MeasuringSideBySide measure the fix (their graded runs take turns through
+// session.Turns, and every turn holds the other labs' chart runs back, where their
+// evidence comes from); a lab played alone by itself. See gate.
+var host gate
 
-// gate keeps labs played alone from the others. A lab played alone waits until no
-// other lab plays or waits, so the labs played alone come one after another once the
-// others are done (or first, when one asks before any other), never each waiting for
-// the host to empty while the others queue behind it. Go's RWMutex did the latter:
-// every writer drained the host, its readers then filled it again.
+// gate admits labs by how they use the host. Labs that measure the fix are the
+// package's longest path (their graded runs take turns), so a free slot goes to one
+// of them before a lab that measures nothing: a lab that measures nothing may take a
+// slot only while enough stay free for the measuring labs that wait. A lab played
+// alone waits until no other lab plays or waits, so the labs played alone come one
+// after another once the others are done (or first, when one asks before any other),
+// never each waiting for the host to empty while the others queue behind it. Go's
+// RWMutex did the latter: every writer drained the host, its readers then filled it
+// again.
 type gate struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	others int  // labs not played alone that play or wait
-	alone  bool // a lab played alone plays
+	mu               sync.Mutex
+	cond             *sync.Cond
+	playing, waiting [alone + 1]int // labs by use
 }
 
-func (g *gate) wait(ok func() bool) {
+// may reports whether a lab that uses the host as u may start now.
+func (g *gate) may(u use) bool {
+	in := g.playing[shares] + g.playing[measures]
+	switch {
+	case g.playing[alone] > 0:
+		return false
+	case u == alone:
+		return in == 0 && g.waiting[shares]+g.waiting[measures] == 0
+	case u == measures:
+		return in < SideBySide && g.playing[measures] < MeasuringSideBySide
+	}
+	kept := min(g.waiting[measures], MeasuringSideBySide-g.playing[measures])
+	return SideBySide-in > kept
+}
+
+// enter admits a lab that uses the host as u and returns the function that lets it out.
+func (g *gate) enter(u use) (leave func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.cond == nil {
 		g.cond = sync.NewCond(&g.mu)
 	}
-	for !ok() {
+	g.waiting[u]++
+	for !g.may(u) {
 		g.cond.Wait()
 	}
-}
-
-// enter admits a lab (alone or not) and returns the function that lets it out.
-func (g *gate) enter(alone bool) (leave func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if alone {
-		g.wait(func() bool { return g.others == 0 && !g.alone })
-		g.alone = true
-	} else {
-		g.others++
-		g.wait(func() bool { return !g.alone })
-	}
+	g.waiting[u]--
+	g.playing[u]++
 	return func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if alone {
-			g.alone = false
-		} else {
-			g.others--
-		}
+		g.playing[u]--
 		g.cond.Broadcast()
 	}
 }
@@ -663,21 +666,7 @@ func admit(t *testing.T, u use) (done func()) {
 	if u != shares {
 		waitQuiet(t)
 	}
-	leave := host.enter(u == alone)
-	if u == alone {
-		return leave
-	}
-	if u == measures {
-		measuring <- struct{}{}
-	}
-	slots <- struct{}{}
-	return func() {
-		<-slots
-		if u == measures {
-			<-measuring
-		}
-		leave()
-	}
+	return host.enter(u)
 }
 
 // QuietEnv names a file that appears once the host's other test packages are done

@@ -138,6 +138,9 @@ func TestGateMeasuringFirst(t *testing.T) {
 		{"a lab plays alone", [3]int{alone: 1}, [3]int{}, [3]bool{false, false, false}},
 		{"alone waits for the waiting", [3]int{}, [3]int{shares: 1}, [3]bool{shares: true, measures: true, alone: false}},
 	}
+	if SideBySide != 3 || MeasuringSideBySide != 2 {
+		t.Fatalf("the table is written for 3 labs side by side, 2 of them measuring (now %d, %d)", SideBySide, MeasuringSideBySide)
+	}
 	for _, tt := range tests {
 		g := gate{playing: tt.playing, waiting: tt.waiting}
 		for u := shares; u <= alone; u++ {

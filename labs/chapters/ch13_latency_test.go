@@ -34,21 +34,28 @@ func TestLabCh13LatencyFit(t *testing.T) {
 
 		lr.Run("node1", "rm -f train.log")
 		// A busy host only adds time: each size's time is the smallest of its two columns
-		// (out-of-place, in-place) in every sweep so far, read once a whole sweep is in.
-		// The lab plays alone, so one sweep is enough (+6 to +16 % for α, -2 to -9 % for
-		// the rate, against tolerances of +60 % and -45 %); beside other labs a single
-		// sweep read 9.4 ms for a 4 ms delay at load 9. Rows come as they finish: a sweep
-		// may be partial.
+		// in every sweep so far, read once each size has two (a single sweep read 9.4 ms
+		// for a 4 ms delay at load 9). Rows come as they finish: a sweep may be partial.
 		fastest := map[float64]float64{}
 		sweep := lr.Poll("node1", "grep -E '^ +[0-9]+ +[0-9]+ +float' train.log", 90, 2*time.Second, func(c record.Command) bool {
+			seen := map[float64]int{}
 			clear(fastest)
 			for _, r := range ch13Times.FindAllStringSubmatch(c.Output, -1) {
 				size := num(r[1])
+				seen[size]++
 				if t, ok := fastest[size]; !ok || min(num(r[2]), num(r[3])) < t {
 					fastest[size] = min(num(r[2]), num(r[3]))
 				}
 			}
-			return len(fastest) == 7
+			if len(seen) < 7 {
+				return false
+			}
+			for _, n := range seen {
+				if n < 2 {
+					return false
+				}
+			}
+			return true
 		})
 		sizes := slices.Sorted(maps.Keys(fastest))
 		if len(sizes) != 7 {

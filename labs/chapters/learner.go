@@ -231,7 +231,13 @@ func (lr *Learner) Truth() Answer {
 // only reads (grep, tc, ip, nft, a slow ping) runs at once, as a learner's would.
 func (lr *Learner) Run(node, line string) Ref {
 	lr.T.Helper()
-	if loadsHost(line) {
+	return lr.run(node, line, loadsHost(line))
+}
+
+// run is Run, taking a chart run's turn if turn is set.
+func (lr *Learner) run(node, line string, turn bool) Ref {
+	lr.T.Helper()
+	if turn {
 		release, err := turns.Chart(context.Background())
 		if err != nil {
 			lr.T.Fatal(err)
@@ -303,13 +309,15 @@ func (lr *Learner) Expect(node, line, want string) Ref {
 // logs and counters show a fault only once the workload has run with it. It tries
 // retries times what a lab playing by itself needs, twice that in all: the lab's
 // chart runs, where the fault shows, wait while a lab beside it that measures the fix
-// takes the host (session.Turns). A command that never shows it is an error. It
-// returns the last run.
+// takes the host (session.Turns). Each try takes a chart run's turn, even a grep, so
+// that the tries wait when the chart runs do: counted in free-running greps, the
+// budget ran out in CI before ch12-nic-flap-timeout's held-back chart runs timed out.
+// A command that never shows it is an error. It returns the last run.
 func (lr *Learner) Poll(node, line string, retries int, every time.Duration, shows func(record.Command) bool) Ref {
 	lr.T.Helper()
 	retries *= 2
 	for try := 0; ; try++ {
-		c := lr.Run(node, line)
+		c := lr.run(node, line, true)
 		cmd := lr.Command(c)
 		if shows(cmd) {
 			lr.T.Logf("%s#%d %s:\n%s", node, c.Seq, line, cmd.Output)

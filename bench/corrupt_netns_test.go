@@ -31,6 +31,10 @@ func TestNetnsCorruptWrong(t *testing.T) {
 		// N wrong elements"). A flip can also land in the bootstrap's messages
 		// before any table row (as on a real bad link), or exhaust the emulated RoCE's
 		// retries (IBV_WC_RETRY_EXC_ERR): then run again, up to five times.
+		// A run that hangs on a flip waits for the watchdog: 10 s is still over 100 times
+		// a healthy operation here (9-60 ms). At the harness's 30 s (testLab.bench's,
+		// overridden here: the last value counts), two hung runs made this test 80 s.
+		env = append([]string{"COMMLAB_BENCH_TIMEOUT=10"}, env...)
 		var out string
 		for try := 1; ; try++ {
 			o, errOut, err := l.bench(t, o, env...)

@@ -115,13 +115,14 @@ var (
 
 // udpDial opens a UDP socket bound to local (port may be 0) and connected to remote.
 // Sockets bound to the RoCE port share it through SO_REUSEPORT; the kernel
-// delivers each flow to its connected socket.
+// delivers each flow to its connected socket. One on port 0 gets a port of its own
+// (roceSocket).
 func udpDial(ctx context.Context, local, remote netip.AddrPort) (*net.UDPConn, error) {
 	d := net.Dialer{
 		LocalAddr: net.UDPAddrFromAddrPort(local),
 		Control: func(_, _ string, rc syscall.RawConn) error {
 			var serr error
-			err := rc.Control(func(fd uintptr) { serr = shareRoCEPort(int(fd)) })
+			err := rc.Control(func(fd uintptr) { serr = roceSocket(int(fd), local.Port() != 0) })
 			if err != nil {
 				return err
 			}

@@ -8,10 +8,10 @@ import (
 	"github.com/commlab/commlab/labs"
 )
 
-func shareRoCEPort(int) error { return labs.ErrNeedsLinux }
+func roceSocket(int, bool) error { return labs.ErrNeedsLinux }
 
 // monoNanos has no clock shared by processes here; the RoCE transport that
-// needs one refuses in shareRoCEPort anyway.
+// needs one refuses in roceSocket anyway.
 func monoNanos() int64 { return time.Now().UnixNano() }
 
 func mapShared(int, int) ([]byte, error) { return nil, labs.ErrNeedsLinux }

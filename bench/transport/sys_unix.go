@@ -8,14 +8,20 @@ import "golang.org/x/sys/unix"
 // with labs.ErrNeedsLinux. raiseSockBufs and allocate differ between Linux
 // (sys_linux.go) and other unix systems (sys_nonlinux.go).
 
-// shareRoCEPort lets the sockets bound to the RoCE port share it
-// (SO_REUSEADDR, SO_REUSEPORT) and gives them deep buffers.
-func shareRoCEPort(fd int) error {
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		return err
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-		return err
+// roceSocket gives a socket of the RoCE emulation deep buffers and, if it is bound to
+// the RoCE port itself (shared), lets it share that port with the node's other queue
+// pairs (SO_REUSEADDR, SO_REUSEPORT). A socket on an ephemeral port must not: with
+// SO_REUSEPORT, binding port 0 may return a port another such socket holds (20 of
+// 1000 binds here), and the two then take each other's datagrams, which looked like
+// loss (retries, then a hang until the watchdog).
+func roceSocket(fd int, shared bool) error {
+	if shared {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return err
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			return err
+		}
 	}
 	raiseSockBufs(fd)
 	return nil

@@ -123,9 +123,9 @@ func Binary(t *testing.T) string {
 
 // SideBySide is how many labs play at once. Their time goes to waiting for the
 // workload's next run (about one core while it runs, idle at least as long between
-// runs) and for the learner's commands, so three fit on two cores. Four starved
-// the labs that measure nothing of chart runs (ch12-nic-flap-timeout's log never
-// showed its timeout) and gained nothing.
+// runs) and for the learner's commands, so three fit on two cores. Four, tried while
+// polls still ran without a turn, starved the labs that measure nothing of chart runs
+// (ch12-nic-flap-timeout's log never showed its timeout) and gained nothing.
 const SideBySide = 3
 
 // Main runs a package's tests, then removes the binary Binary made. Packages that
